@@ -1,0 +1,298 @@
+//! Reading a run directory.
+//!
+//! [`load`] reads every artifact the checks use, each with its typed reader,
+//! and never gives up on the run: a missing, empty, unreadable or malformed
+//! file becomes a [`Finding`] naming the file (and line and field where there
+//! is one), and the rest of the run is still read. Nothing here writes.
+
+pub mod records;
+pub mod scrapes;
+pub mod server_metrics;
+pub mod summary;
+
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+use crate::findings::{Code, Finding};
+
+/// Files whose presence makes a directory a run directory.
+pub const RUN_MARKERS: &[&str] = &[summary::FILE, records::FILE, server_metrics::FILE];
+
+/// `phase_manifest.json`.
+pub const MANIFEST_FILE: &str = "phase_manifest.json";
+
+/// Largest JSON document (not JSON lines) read into memory.
+const MAX_JSON_BYTES: u64 = 512 << 20;
+
+/// One entry of `phase_manifest.json`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[allow(missing_docs)]
+pub struct ManifestPhase {
+    pub phase_index: Option<u32>,
+    pub phase_name: Option<String>,
+    pub phase_kind: Option<String>,
+    pub start_ns: Option<u64>,
+    pub end_ns: Option<u64>,
+    pub was_cancelled: Option<bool>,
+    pub successful_request_count: Option<u64>,
+    pub error_request_count: Option<u64>,
+    pub total_request_count: Option<u64>,
+}
+
+/// `phase_manifest.json`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Manifest {
+    /// Phases in index order.
+    #[serde(default)]
+    pub phases: Vec<ManifestPhase>,
+}
+
+/// Everything read from one run directory.
+#[derive(Debug, Default)]
+pub struct RunArtifacts {
+    /// The directory.
+    pub dir: PathBuf,
+    /// `profile_export_aiperf.json`.
+    pub summary: Option<summary::Summary>,
+    /// `profile_export.jsonl`.
+    pub records: Option<records::RecordsRead>,
+    /// `server_metrics_export.json`.
+    pub server: Option<server_metrics::ServerMetricsExport>,
+    /// `server_metrics_export.jsonl`.
+    pub scrapes: Option<scrapes::ScrapesRead>,
+    /// `phase_manifest.json`.
+    pub manifest: Option<Manifest>,
+    /// Problems met while reading.
+    pub findings: Vec<Finding>,
+    /// True when no artifact at all could be read: the run cannot be audited.
+    pub unreadable: bool,
+}
+
+/// Is `dir` a run directory (holds at least one marker file)?
+pub fn is_run_dir(dir: &Path) -> bool {
+    RUN_MARKERS.iter().any(|f| dir.join(f).exists())
+}
+
+enum Opened {
+    Missing,
+    File(File, u64),
+    Problem(Finding),
+}
+
+fn open(dir: &Path, name: &str) -> Opened {
+    let path = dir.join(name);
+    let meta = match fs::symlink_metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Opened::Missing,
+        Err(e) => return Opened::Problem(unreadable(name, &e.to_string())),
+    };
+    if meta.file_type().is_symlink() {
+        // Follow it, but say so: the audit then reads outside the run directory.
+        let target = fs::read_link(&path)
+            .map(|t| t.display().to_string())
+            .unwrap_or_default();
+        if fs::metadata(&path).is_err() {
+            return Opened::Problem(unreadable(name, &format!("dangling symlink to {target}")));
+        }
+    }
+    if path.is_dir() {
+        return Opened::Problem(unreadable(name, "is a directory, not a file"));
+    }
+    match File::open(&path) {
+        Ok(f) => {
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            if len == 0 {
+                return Opened::Problem(
+                    Finding::new(Code::EmptyFile, format!("{name} is empty")).file(name),
+                );
+            }
+            Opened::File(f, len)
+        }
+        Err(e) => Opened::Problem(unreadable(name, &e.to_string())),
+    }
+}
+
+fn unreadable(name: &str, why: &str) -> Finding {
+    Finding::new(Code::UnreadableFile, format!("cannot read {name}: {why}")).file(name)
+}
+
+fn read_json<T>(
+    dir: &Path,
+    name: &str,
+    findings: &mut Vec<Finding>,
+    parse: impl FnOnce(&[u8]) -> Result<T, (Option<String>, String)>,
+) -> Option<T> {
+    let (mut file, len) = match open(dir, name) {
+        Opened::Missing => return None,
+        Opened::Problem(f) => {
+            findings.push(f);
+            return None;
+        }
+        Opened::File(f, len) => (f, len),
+    };
+    if len > MAX_JSON_BYTES {
+        findings.push(unreadable(
+            name,
+            &format!("{len} bytes is larger than this tool reads"),
+        ));
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    if let Err(e) = io::Read::read_to_end(&mut file, &mut bytes) {
+        findings.push(unreadable(name, &e.to_string()));
+        return None;
+    }
+    match parse(&bytes) {
+        Ok(v) => Some(v),
+        Err((path, msg)) => {
+            let (line, msg) = split_serde_position(&msg);
+            let mut f = Finding::new(
+                Code::InvalidJson,
+                match &path {
+                    Some(p) if p != "." => format!("{name}: field {p}: {msg}"),
+                    _ => format!("{name}: {msg}"),
+                },
+            )
+            .file(name);
+            if let Some(line) = line {
+                f = f.line(line);
+            }
+            if let Some(p) = path.filter(|p| p != ".") {
+                f = f.field(p);
+            }
+            findings.push(f);
+            None
+        }
+    }
+}
+
+/// serde_json messages end in "at line L column C"; keep the line as data.
+fn split_serde_position(msg: &str) -> (Option<u64>, String) {
+    if let Some(i) = msg.rfind(" at line ") {
+        let tail = &msg[i + " at line ".len()..];
+        let line = tail.split_whitespace().next().and_then(|l| l.parse().ok());
+        return (line, msg.to_string());
+    }
+    (None, msg.to_string())
+}
+
+fn typed<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, (Option<String>, String)> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| (Some(e.path().to_string()), e.inner().to_string()))
+}
+
+/// Reads every artifact of the run in `dir`.
+pub fn load(dir: &Path) -> RunArtifacts {
+    let mut run = RunArtifacts {
+        dir: dir.to_path_buf(),
+        ..Default::default()
+    };
+    let f = &mut run.findings;
+    run.summary = read_json(dir, summary::FILE, f, summary::Summary::parse);
+    run.server = read_json(dir, server_metrics::FILE, f, typed);
+    run.manifest = read_json(dir, MANIFEST_FILE, f, typed);
+    run.records = match open(dir, records::FILE) {
+        Opened::Missing => None,
+        Opened::Problem(p) => {
+            f.push(p);
+            None
+        }
+        Opened::File(mut file, _) => match records::read_from(&mut file) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                f.push(unreadable(records::FILE, &e.to_string()));
+                None
+            }
+        },
+    };
+    run.scrapes = match open(dir, scrapes::FILE) {
+        Opened::Missing => None,
+        Opened::Problem(p) => {
+            f.push(p);
+            None
+        }
+        Opened::File(file, _) => match scrapes::read_from(file) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                f.push(unreadable(scrapes::FILE, &e.to_string()));
+                None
+            }
+        },
+    };
+    if let Some(r) = run.records.as_mut() {
+        f.append(&mut r.findings);
+    }
+    if let Some(s) = run.scrapes.as_mut() {
+        f.append(&mut s.findings);
+    }
+    for (name, present) in [
+        (records::FILE, run.records.is_some()),
+        (summary::FILE, run.summary.is_some()),
+        (server_metrics::FILE, run.server.is_some()),
+    ] {
+        let already = f.iter().any(|x| x.file.as_deref() == Some(name));
+        if !present && !already {
+            f.push(
+                Finding::new(
+                    Code::MissingArtifact,
+                    format!("{name} is not in the run directory; checks that need it cannot tell"),
+                )
+                .file(name),
+            );
+        }
+    }
+    check_schema(
+        f,
+        summary::FILE,
+        run.summary
+            .as_ref()
+            .and_then(|s| s.schema_version.as_deref()),
+        summary::KNOWN_SCHEMAS,
+    );
+    check_schema(
+        f,
+        server_metrics::FILE,
+        run.server
+            .as_ref()
+            .and_then(|s| s.schema_version.as_deref()),
+        server_metrics::KNOWN_SCHEMAS,
+    );
+    run.unreadable = run.summary.is_none() && run.records.is_none() && run.server.is_none();
+    run
+}
+
+fn check_schema(findings: &mut Vec<Finding>, file: &str, found: Option<&str>, known: &[&str]) {
+    if let Some(v) = found {
+        if !known.contains(&v) {
+            findings.push(
+                Finding::new(
+                    Code::UnknownSchemaVersion,
+                    format!(
+                        "{file} declares schema_version {v:?}; this tool knows {}; fields may \
+                         have moved, so figures from it are read on a best-effort basis",
+                        known.join(", ")
+                    ),
+                )
+                .file(file)
+                .field("schema_version")
+                .expected_found(known, v),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_position_is_kept_as_a_line_number() {
+        let (line, _) = split_serde_position("expected value at line 3 column 7");
+        assert_eq!(line, Some(3));
+    }
+}

@@ -1,0 +1,553 @@
+//! `profile_export.jsonl`: one record per request, streamed.
+//!
+//! The file can be gigabytes. It is read in fixed-size blocks cut at line
+//! ends, and a batch of blocks is parsed in parallel (rayon) into compact
+//! [`Record`]s. Order is kept: records come back in file order with their
+//! 1-based line numbers. Only the fields the checks use are decoded: serde
+//! skips the rest of each line (`inter_chunk_latency` arrays, trace data)
+//! without building anything.
+//!
+//! A bad line never stops the read. It becomes a finding naming the line and,
+//! where serde can tell, the field (found by re-parsing that one line with
+//! `serde_path_to_error`, so the fast path pays nothing for it).
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+use rayon::prelude::*;
+use serde::Deserialize;
+
+use crate::findings::{Code, Finding};
+
+/// The file name AIPerf gives the per-request export.
+pub const FILE: &str = "profile_export.jsonl";
+
+/// Lines longer than this are skipped with a finding instead of buffered.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+
+const BLOCK_BYTES: usize = 4 << 20;
+
+/// Which phase a record belongs to (`metadata.benchmark_phase`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Phase {
+    /// Warmup requests (excluded from AIPerf's published metrics).
+    Warmup,
+    /// Profiling requests (the published ones).
+    Profiling,
+}
+
+impl Phase {
+    /// `warmup` or `profiling`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Warmup => "warmup",
+            Phase::Profiling => "profiling",
+        }
+    }
+}
+
+macro_rules! record_metrics {
+    ($( $variant:ident => $tag:ident, )*) => {
+        /// The per-request metrics the checks use, by AIPerf tag.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Metric { $( #[allow(missing_docs)] $variant, )* }
+
+        impl Metric {
+            /// Every metric, in column order.
+            pub const ALL: &'static [Metric] = &[ $( Metric::$variant, )* ];
+
+            /// The tag as written in `profile_export.jsonl`.
+            pub fn tag(self) -> &'static str {
+                match self { $( Metric::$variant => stringify!($tag), )* }
+            }
+
+            /// Looks a metric up by its tag.
+            pub fn from_tag(tag: &str) -> Option<Metric> {
+                match tag { $( stringify!($tag) => Some(Metric::$variant), )* _ => None }
+            }
+        }
+
+        #[derive(Deserialize, Default)]
+        struct RawMetrics {
+            $( #[serde(default)] $tag: Option<RawValue>, )*
+        }
+
+        impl RawMetrics {
+            fn into_values(self) -> Values {
+                let mut v = [None; N_METRICS];
+                $( v[Metric::$variant as usize] = self.$tag.and_then(|m| m.value); )*
+                Values(v)
+            }
+        }
+    };
+}
+
+record_metrics! {
+    TimeToFirstToken => time_to_first_token,
+    RequestLatency => request_latency,
+    InterTokenLatency => inter_token_latency,
+    OutputTokenThroughputPerUser => output_token_throughput_per_user,
+    PrefillThroughputPerUser => prefill_throughput_per_user,
+    E2eOutputTokenThroughput => e2e_output_token_throughput,
+    InputSequenceLength => input_sequence_length,
+    OutputSequenceLength => output_sequence_length,
+    UsagePromptTokens => usage_prompt_tokens,
+    UsageCompletionTokens => usage_completion_tokens,
+    UsagePromptCacheReadTokens => usage_prompt_cache_read_tokens,
+    HttpReqDnsLookup => http_req_dns_lookup,
+    HttpReqConnecting => http_req_connecting,
+    HttpReqConnectionReused => http_req_connection_reused,
+    HttpReqConnectionOverhead => http_req_connection_overhead,
+}
+
+const N_METRICS: usize = Metric::ALL.len();
+
+/// Metric values of one record; `None` = absent (not computable), never 0.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Values([Option<f64>; N_METRICS]);
+
+impl Values {
+    /// The value of `m`, if the record has it.
+    pub fn get(&self, m: Metric) -> Option<f64> {
+        self.0[m as usize]
+    }
+
+    /// Sets a value (used by tests and by the clean export's recomputation).
+    pub fn set(&mut self, m: Metric, v: Option<f64>) {
+        self.0[m as usize] = v;
+    }
+}
+
+/// The error of a failed request, as much as the checks need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordError {
+    /// Usually the HTTP status.
+    pub code: Option<i64>,
+    /// E.g. `RequestCancellationError`.
+    pub kind: Option<String>,
+}
+
+/// One request, compacted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// 1-based line in the file.
+    pub line: u64,
+    /// Phase kind.
+    pub phase: Phase,
+    /// Position of the phase in `input_config.phases`.
+    pub phase_index: Option<u32>,
+    /// Credit number within the phase.
+    pub session_num: Option<u64>,
+    /// Turn within the conversation (0 = first).
+    pub turn_index: Option<u32>,
+    /// The X-Request-ID AIPerf sent.
+    pub x_request_id: Option<String>,
+    /// Conversation (session) id.
+    pub conversation_id: Option<String>,
+    /// Wall clock when sent (ns).
+    pub request_start_ns: u64,
+    /// Wall clock of the last response or the error (ns).
+    pub request_end_ns: u64,
+    /// Streaming: when the first response bytes arrived (ns).
+    pub request_ack_ns: Option<u64>,
+    /// Cancelled by AIPerf.
+    pub was_cancelled: bool,
+    /// Present for failed requests.
+    pub error: Option<RecordError>,
+    /// Per-request metrics.
+    pub values: Values,
+}
+
+impl Record {
+    /// Succeeded: no error and not cancelled.
+    pub fn is_success(&self) -> bool {
+        self.error.is_none() && !self.was_cancelled
+    }
+
+    /// Time of first token, from the record's own timestamps and TTFT.
+    pub fn first_token_ns(&self) -> Option<u64> {
+        let ttft = self.values.get(Metric::TimeToFirstToken)?;
+        if !(0.0..1e12).contains(&ttft) {
+            return None;
+        }
+        Some(self.request_start_ns.saturating_add((ttft * 1e6) as u64))
+    }
+}
+
+#[derive(Deserialize)]
+struct RawValue {
+    // `value` may be a number, an array (inter_chunk_latency) or null
+    // (AIPerf writes non-finite numbers as null). Only numbers are kept.
+    #[serde(deserialize_with = "number_or_skip")]
+    value: Option<f64>,
+}
+
+fn number_or_skip<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum NumOr {
+        Num(f64),
+        Null(()),
+        Seq(serde::de::IgnoredAny),
+    }
+    Ok(match NumOr::deserialize(d)? {
+        NumOr::Num(v) if v.is_finite() => Some(v),
+        _ => None,
+    })
+}
+
+#[derive(Deserialize)]
+struct RawMeta<'a> {
+    #[serde(default)]
+    session_num: Option<u64>,
+    request_start_ns: u64,
+    request_end_ns: u64,
+    #[serde(default)]
+    request_ack_ns: Option<u64>,
+    #[serde(borrow)]
+    benchmark_phase: Cow<'a, str>,
+    #[serde(default)]
+    phase_index: Option<u32>,
+    #[serde(default, borrow)]
+    conversation_id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    turn_index: Option<u32>,
+    #[serde(default, borrow)]
+    x_request_id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    was_cancelled: bool,
+}
+
+#[derive(Deserialize)]
+struct RawError<'a> {
+    #[serde(default)]
+    code: Option<i64>,
+    #[serde(default, rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct RawRecord<'a> {
+    #[serde(borrow)]
+    metadata: RawMeta<'a>,
+    #[serde(default)]
+    metrics: Option<RawMetrics>,
+    #[serde(default, borrow)]
+    error: Option<RawError<'a>>,
+}
+
+/// What reading the file produced.
+#[derive(Debug, Default)]
+pub struct RecordsRead {
+    /// Records in file order.
+    pub records: Vec<Record>,
+    /// Problems with individual lines.
+    pub findings: Vec<Finding>,
+    /// Lines in the file (including bad and blank ones).
+    pub lines: u64,
+    /// Bytes read.
+    pub bytes: u64,
+}
+
+enum LineOutcome {
+    Record(Record),
+    Blank,
+    Bad(Finding),
+}
+
+fn parse_line(bytes: &[u8], line: u64, last_unterminated: bool) -> LineOutcome {
+    let trimmed = bytes.trim_ascii();
+    if trimmed.is_empty() {
+        return LineOutcome::Blank;
+    }
+    match serde_json::from_slice::<RawRecord>(trimmed) {
+        Ok(raw) => match convert(raw, line) {
+            Ok(r) => LineOutcome::Record(r),
+            Err((field, msg)) => LineOutcome::Bad(
+                Finding::new(Code::InvalidRecord, format!("line {line}: {msg}"))
+                    .file(FILE)
+                    .line(line)
+                    .field(field),
+            ),
+        },
+        Err(e) => LineOutcome::Bad(describe_error(trimmed, line, e, last_unterminated)),
+    }
+}
+
+fn convert(raw: RawRecord, line: u64) -> Result<Record, (String, String)> {
+    let phase = match raw.metadata.benchmark_phase.as_ref() {
+        "warmup" => Phase::Warmup,
+        "profiling" => Phase::Profiling,
+        other => {
+            return Err((
+                "metadata.benchmark_phase".into(),
+                format!("unknown benchmark_phase {other:?} (expected warmup or profiling)"),
+            ))
+        }
+    };
+    Ok(Record {
+        line,
+        phase,
+        phase_index: raw.metadata.phase_index,
+        session_num: raw.metadata.session_num,
+        turn_index: raw.metadata.turn_index,
+        x_request_id: raw.metadata.x_request_id.map(Cow::into_owned),
+        conversation_id: raw.metadata.conversation_id.map(Cow::into_owned),
+        request_start_ns: raw.metadata.request_start_ns,
+        request_end_ns: raw.metadata.request_end_ns,
+        request_ack_ns: raw.metadata.request_ack_ns,
+        was_cancelled: raw.metadata.was_cancelled,
+        error: raw.error.map(|e| RecordError {
+            code: e.code,
+            kind: e.kind.map(Cow::into_owned),
+        }),
+        values: raw.metrics.map(RawMetrics::into_values).unwrap_or_default(),
+    })
+}
+
+/// Slow path: re-parse the bad line to learn which field broke it.
+fn describe_error(
+    bytes: &[u8],
+    line: u64,
+    err: serde_json::Error,
+    last_unterminated: bool,
+) -> Finding {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let path = match serde_path_to_error::deserialize::<_, RawRecord>(&mut de) {
+        Err(e) => e.path().to_string(),
+        Ok(_) => String::from("."),
+    };
+    let path = if path == "." || path.is_empty() {
+        None
+    } else {
+        Some(path)
+    };
+    if err.is_eof() && last_unterminated {
+        return Finding::new(
+            Code::TruncatedRecord,
+            format!(
+                "line {line} is cut off after {} bytes (the run was probably killed while \
+                 writing); the record is skipped",
+                bytes.len()
+            ),
+        )
+        .file(FILE)
+        .line(line);
+    }
+    let what = match &path {
+        Some(p) => format!("line {line}, field {p}: {err}"),
+        None => format!("line {line}: {err}"),
+    };
+    let mut f = Finding::new(
+        Code::InvalidRecord,
+        format!("{what}; the record is skipped"),
+    )
+    .file(FILE)
+    .line(line);
+    if let Some(p) = path {
+        f = f.field(p);
+    }
+    f
+}
+
+/// Reads `path`, which must be a `profile_export.jsonl`.
+///
+/// Errors only when the file cannot be opened or read; everything wrong with
+/// its content comes back as findings.
+pub fn read(path: &Path) -> io::Result<RecordsRead> {
+    let mut file = File::open(path)?;
+    read_from(&mut file)
+}
+
+/// Reads records from any reader (see [`read`]).
+pub fn read_from(input: &mut dyn Read) -> io::Result<RecordsRead> {
+    let mut out = RecordsRead::default();
+    let batch_blocks = rayon::current_num_threads().max(1) * 2;
+    let mut carry: Vec<u8> = Vec::new();
+    let mut skipping_long_line = false;
+    let mut next_line: u64 = 1;
+    let mut eof = false;
+    while !eof {
+        // Gather a batch of blocks, each ending at a newline.
+        let mut blocks: Vec<(u64, Vec<u8>)> = Vec::with_capacity(batch_blocks);
+        while blocks.len() < batch_blocks && !eof {
+            let mut buf = std::mem::take(&mut carry);
+            let start = buf.len();
+            buf.resize(start + BLOCK_BYTES, 0);
+            let n = read_full(input, &mut buf[start..])?;
+            buf.truncate(start + n);
+            out.bytes += n as u64;
+            if n == 0 {
+                eof = true;
+            }
+            if skipping_long_line {
+                match memchr::memchr(b'\n', &buf) {
+                    Some(i) => {
+                        skipping_long_line = false;
+                        next_line += 1;
+                        buf.drain(..=i);
+                    }
+                    None => {
+                        buf.clear();
+                        continue;
+                    }
+                }
+            }
+            let cut = if eof {
+                Some(buf.len())
+            } else {
+                memchr::memrchr(b'\n', &buf).map(|i| i + 1)
+            };
+            match cut {
+                Some(cut) => {
+                    carry = buf.split_off(cut);
+                    if !buf.is_empty() {
+                        let lines = memchr::memchr_iter(b'\n', &buf).count() as u64
+                            + u64::from(!buf.ends_with(b"\n"));
+                        blocks.push((next_line, buf));
+                        next_line += lines;
+                    }
+                }
+                None if buf.len() > MAX_LINE_BYTES => {
+                    out.findings.push(
+                        Finding::new(
+                            Code::OversizedLine,
+                            format!(
+                                "line {next_line} is longer than {} MiB; it is skipped",
+                                MAX_LINE_BYTES >> 20
+                            ),
+                        )
+                        .file(FILE)
+                        .line(next_line),
+                    );
+                    skipping_long_line = true;
+                }
+                None => carry = buf,
+            }
+        }
+        let parsed: Vec<Vec<LineOutcome>> = blocks
+            .par_iter()
+            .map(|(first_line, block)| parse_block(block, *first_line, eof))
+            .collect();
+        for outcome in parsed.into_iter().flatten() {
+            match outcome {
+                LineOutcome::Record(r) => out.records.push(r),
+                LineOutcome::Blank => {}
+                LineOutcome::Bad(f) => out.findings.push(f),
+            }
+        }
+    }
+    out.lines = next_line - 1;
+    Ok(out)
+}
+
+fn parse_block(block: &[u8], first_line: u64, is_final_batch: bool) -> Vec<LineOutcome> {
+    let mut outcomes = Vec::with_capacity(block.len() / 1024 + 1);
+    let mut line = first_line;
+    let mut rest = block;
+    while !rest.is_empty() {
+        let (this, next, terminated) = match memchr::memchr(b'\n', rest) {
+            Some(i) => (&rest[..i], &rest[i + 1..], true),
+            None => (rest, &rest[rest.len()..], false),
+        };
+        outcomes.push(parse_line(this, line, is_final_batch && !terminated));
+        line += 1;
+        rest = next;
+    }
+    outcomes
+}
+
+fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match input.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"{"metadata":{"session_num":0,"request_start_ns":100,"request_end_ns":300,"benchmark_phase":"profiling","x_request_id":"a","turn_index":0,"was_cancelled":false},"metrics":{"time_to_first_token":{"value":1.5,"unit":"ms"},"inter_chunk_latency":{"value":[1,2],"unit":"ms"},"http_req_connection_reused":{"value":0,"unit":"ratio"}}}"#;
+
+    fn read_str(s: &str) -> RecordsRead {
+        read_from(&mut s.as_bytes()).expect("in-memory read")
+    }
+
+    #[test]
+    fn reads_typed_fields_and_ignores_arrays_and_unknown_fields() {
+        let r = read_str(&format!("{GOOD}\n"));
+        assert_eq!(r.records.len(), 1);
+        let rec = &r.records[0];
+        assert_eq!(rec.values.get(Metric::TimeToFirstToken), Some(1.5));
+        assert_eq!(rec.values.get(Metric::HttpReqConnectionReused), Some(0.0));
+        assert_eq!(rec.values.get(Metric::RequestLatency), None);
+        assert_eq!(rec.first_token_ns(), Some(100 + 1_500_000));
+        assert!(r.findings.is_empty());
+    }
+
+    #[test]
+    fn truncated_last_line_is_a_warning_with_its_line_number() {
+        let r = read_str(&format!("{GOOD}\n{}", &GOOD[..40]));
+        assert_eq!(r.records.len(), 1);
+        assert_eq!(r.findings.len(), 1);
+        assert_eq!(r.findings[0].code, Code::TruncatedRecord);
+        assert_eq!(r.findings[0].line, Some(2));
+    }
+
+    #[test]
+    fn wrong_type_names_the_field() {
+        let bad = GOOD.replace("\"value\":1.5", "\"value\":\"fast\"");
+        let r = read_str(&format!("{GOOD}\n{bad}\n{GOOD}\n"));
+        assert_eq!(r.records.len(), 2);
+        let f = &r.findings[0];
+        assert_eq!(f.code, Code::InvalidRecord);
+        assert_eq!(f.line, Some(2));
+        assert_eq!(
+            f.field.as_deref(),
+            Some("metrics.time_to_first_token.value")
+        );
+    }
+
+    #[test]
+    fn not_json_in_the_middle_is_an_error_not_a_truncation() {
+        let r = read_str(&format!("{GOOD}\n{{oops\n{GOOD}\n"));
+        assert_eq!(r.records.len(), 2);
+        assert_eq!(r.findings[0].code, Code::InvalidRecord);
+        assert_eq!(r.findings[0].line, Some(2));
+        assert_eq!(r.records[1].line, 3);
+    }
+
+    #[test]
+    fn null_values_are_absent_not_zero() {
+        let s = GOOD.replace("\"value\":1.5", "\"value\":null");
+        let r = read_str(&s);
+        assert_eq!(r.records[0].values.get(Metric::TimeToFirstToken), None);
+    }
+
+    #[test]
+    fn line_numbers_survive_block_boundaries() {
+        let n = 3 * BLOCK_BYTES / GOOD.len() + 10;
+        let mut s = String::new();
+        for _ in 0..n {
+            s.push_str(GOOD);
+            s.push('\n');
+        }
+        let r = read_str(&s);
+        assert_eq!(r.records.len(), n);
+        assert!(r
+            .records
+            .iter()
+            .enumerate()
+            .all(|(i, rec)| rec.line == i as u64 + 1));
+        assert_eq!(r.lines, n as u64);
+    }
+}

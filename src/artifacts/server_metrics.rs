@@ -1,0 +1,229 @@
+//! `server_metrics_export.json`: AIPerf's phase-scoped server metrics.
+//!
+//! AIPerf scrapes the server's Prometheus endpoint(s) and exports, per metric
+//! family, one series per (endpoint, label set) with its delta over the
+//! profiling phase (`metrics`) and over warmup (`warmup_metrics`). Schemas
+//! 1.0 and 1.1 share the fields read here. Counter names arrive without their
+//! `_total` suffix; [`Family::lookup`] accepts both spellings.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::summary::InputConfig;
+
+/// File name.
+pub const FILE: &str = "server_metrics_export.json";
+
+/// Schema versions this reader was built for.
+pub const KNOWN_SCHEMAS: &[&str] = &["1.0", "1.1"];
+
+/// Prometheus family type as AIPerf exports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum MetricType {
+    /// Monotonic counter; `stats.total` is the phase delta.
+    Counter,
+    /// Sampled gauge; stats over scrapes.
+    Gauge,
+    /// Histogram; `stats.count`/`sum` are phase deltas.
+    Histogram,
+    /// Untyped; exported with gauge statistics.
+    #[default]
+    #[serde(other)]
+    Unknown,
+}
+
+/// Stats of any type: every field AIPerf may write, all optional.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[allow(missing_docs)]
+pub struct Stats {
+    pub count: Option<f64>,
+    pub sum: Option<f64>,
+    pub avg: Option<f64>,
+    pub total: Option<f64>,
+    pub rate: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub p50_estimate: Option<f64>,
+    pub p90_estimate: Option<f64>,
+    pub p99_estimate: Option<f64>,
+}
+
+/// One timeslice of a series (only with `--slice-duration`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[allow(missing_docs)]
+pub struct Timeslice {
+    pub start_ns: Option<u64>,
+    pub end_ns: Option<u64>,
+    pub total: Option<f64>,
+    pub count: Option<f64>,
+}
+
+/// One (endpoint, label set) series.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Series {
+    /// Full scrape URL.
+    #[serde(default)]
+    pub endpoint_url: Option<String>,
+    /// Labels (absent = none).
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Phase statistics.
+    #[serde(default)]
+    pub stats: Stats,
+    /// Histogram: `le` → cumulative count delta. Absent after a reset.
+    #[serde(default)]
+    pub buckets: Option<BTreeMap<String, f64>>,
+    /// Timeslices, if exported.
+    #[serde(default)]
+    pub timeslices: Option<Vec<Timeslice>>,
+}
+
+impl Series {
+    /// Observations in the phase: a histogram's `count` delta or a counter's
+    /// `total`. `None` for gauges and untyped families, and when absent.
+    pub fn observations(&self, kind: MetricType) -> Option<f64> {
+        match kind {
+            MetricType::Histogram => self.stats.count,
+            MetricType::Counter => self.stats.total,
+            _ => None,
+        }
+    }
+
+    /// The amount a cumulative family grew by in the phase: a counter's
+    /// `total`, a histogram's `sum`; for an untyped family (exported with
+    /// gauge statistics over the phase's scrapes) `max - min`, which misses
+    /// the growth before the first scrape of the phase: a lower bound.
+    pub fn amount(&self, kind: MetricType) -> Option<f64> {
+        match kind {
+            MetricType::Counter => self.stats.total,
+            MetricType::Histogram => self.stats.sum.or(self.stats.count.map(|_| 0.0)),
+            MetricType::Unknown => Some(self.stats.max? - self.stats.min?),
+            MetricType::Gauge => None,
+        }
+    }
+}
+
+/// One metric family.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Family {
+    /// Type.
+    #[serde(rename = "type", default)]
+    pub kind: MetricType,
+    /// Unit AIPerf inferred.
+    #[serde(default)]
+    pub unit: Option<String>,
+    /// Series.
+    #[serde(default)]
+    pub series: Vec<Series>,
+}
+
+/// `metrics` or `warmup_metrics`: family name → family.
+pub type Families = BTreeMap<String, Family>;
+
+/// Finds a family by name, accepting the exposition name with `_total` too.
+pub fn lookup<'a>(families: &'a Families, name: &str) -> Option<(&'a str, &'a Family)> {
+    let bare = name.strip_suffix("_total").unwrap_or(name);
+    if let Some((k, f)) = families.get_key_value(bare) {
+        return Some((k.as_str(), f));
+    }
+    families
+        .get_key_value(&format!("{bare}_total"))
+        .map(|(k, f)| (k.as_str(), f))
+}
+
+/// A phase window in `summary.phase_time_ranges`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct Window {
+    /// Start (ns).
+    pub start_ns: u64,
+    /// End (ns).
+    pub end_ns: u64,
+}
+
+/// Per-endpoint scrape statistics.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[allow(missing_docs)]
+pub struct EndpointInfo {
+    pub total_fetches: Option<u64>,
+    pub unique_updates: Option<u64>,
+    pub first_update_ns: Option<u64>,
+    pub last_update_ns: Option<u64>,
+}
+
+/// `summary`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[allow(missing_docs)]
+pub struct Summary {
+    #[serde(default)]
+    pub endpoints_configured: Vec<String>,
+    #[serde(default)]
+    pub endpoints_successful: Vec<String>,
+    #[serde(default)]
+    pub endpoint_info: BTreeMap<String, EndpointInfo>,
+    #[serde(default)]
+    pub phase_time_ranges: BTreeMap<String, Window>,
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[allow(missing_docs)]
+pub struct ServerMetricsExport {
+    pub schema_version: Option<String>,
+    pub aiperf_version: Option<String>,
+    pub benchmark_id: Option<String>,
+    #[serde(default)]
+    pub summary: Summary,
+    #[serde(default)]
+    pub metrics: Families,
+    #[serde(default)]
+    pub warmup_metrics: Option<Families>,
+    #[serde(default)]
+    pub input_config: Option<InputConfig>,
+}
+
+impl ServerMetricsExport {
+    /// The families of a phase: `metrics` for profiling, `warmup_metrics` for warmup.
+    pub fn phase(&self, warmup: bool) -> Option<&Families> {
+        if warmup {
+            self.warmup_metrics.as_ref()
+        } else {
+            Some(&self.metrics)
+        }
+    }
+
+    /// A window from `summary.phase_time_ranges`.
+    pub fn window(&self, phase: &str) -> Option<Window> {
+        self.summary.phase_time_ranges.get(phase).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_type_and_looks_counters_up_with_or_without_total() {
+        let json = r#"{"schema_version":"1.1","metrics":{
+            "vllm:prefix_cache_hits":{"type":"counter","series":[{"endpoint_url":"u","stats":{"total":5.0,"rate":1.0}}]},
+            "vllm:ttft":{"type":"histogram","series":[{"endpoint_url":"u","labels":{"engine":"0"},"stats":{"count":3,"sum":0.3},"buckets":{"0.1":3,"+Inf":3}}]},
+            "g":{"type":"gauge","series":[{"stats":{"avg":null,"max":2}}]},
+            "odd":{"type":"summary","series":[]}},
+            "summary":{"phase_time_ranges":{"profiling":{"start_ns":1,"end_ns":2}}}}"#;
+        let e: ServerMetricsExport = serde_json::from_str(json).expect("parses");
+        let (name, fam) = lookup(&e.metrics, "vllm:prefix_cache_hits_total").expect("found");
+        assert_eq!(name, "vllm:prefix_cache_hits");
+        assert_eq!(fam.series[0].stats.total, Some(5.0));
+        assert_eq!(e.metrics["odd"].kind, MetricType::Unknown);
+        assert_eq!(e.metrics["g"].series[0].stats.avg, None);
+        assert_eq!(
+            e.window("profiling"),
+            Some(Window {
+                start_ns: 1,
+                end_ns: 2
+            })
+        );
+        assert!(e.phase(true).is_none());
+    }
+}

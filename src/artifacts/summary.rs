@@ -1,0 +1,239 @@
+//! `profile_export_aiperf.json`: AIPerf's summary of a run, and the
+//! `input_config` (the run configuration) that several artifacts embed.
+//!
+//! The summary has one top-level key per metric tag, so the known keys are
+//! named fields and the rest are collected and converted to [`MetricEntry`]
+//! where they have its shape. The file is small; this is not a hot path.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// File name.
+pub const FILE: &str = "profile_export_aiperf.json";
+
+/// Summary schema versions this reader was built for.
+pub const KNOWN_SCHEMAS: &[&str] = &["1.4"];
+
+/// One phase of `input_config.phases`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[allow(missing_docs)]
+pub struct PhaseConfig {
+    pub name: Option<String>,
+    /// `warmup` or `profiling`; select phases by this, never by position.
+    pub kind: Option<String>,
+    #[serde(rename = "type")]
+    pub load_type: Option<String>,
+    pub requests: Option<u64>,
+    pub duration: Option<f64>,
+    pub concurrency: Option<u64>,
+    pub rate: Option<f64>,
+    pub sessions: Option<u64>,
+    pub seamless: Option<bool>,
+}
+
+/// `input_config.endpoint`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[allow(missing_docs)]
+pub struct EndpointConfig {
+    #[serde(default)]
+    pub urls: Vec<String>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub streaming: Option<bool>,
+}
+
+/// Legacy (pre-v2) `input_config.loadgen`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[allow(missing_docs)]
+pub struct LegacyLoadgen {
+    pub request_count: Option<u64>,
+    pub warmup_request_count: Option<u64>,
+    pub concurrency: Option<u64>,
+}
+
+/// The run configuration (only explicitly set fields are present).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[allow(missing_docs)]
+pub struct InputConfig {
+    #[serde(default)]
+    pub phases: Vec<PhaseConfig>,
+    #[serde(default)]
+    pub endpoint: Option<EndpointConfig>,
+    #[serde(default)]
+    pub loadgen: Option<LegacyLoadgen>,
+}
+
+impl InputConfig {
+    /// Phases of a kind, in configuration order, with their index.
+    pub fn phases_of_kind<'a>(
+        &'a self,
+        kind: &'a str,
+    ) -> impl Iterator<Item = (usize, &'a PhaseConfig)> + 'a {
+        self.phases
+            .iter()
+            .enumerate()
+            .filter(move |(_, p)| p.kind.as_deref() == Some(kind))
+    }
+
+    /// Configured request count of a phase kind, summed over its phases; falls
+    /// back to the legacy `loadgen` fields. `None` when any phase of the kind
+    /// is bounded by something else (duration, sessions).
+    pub fn configured_requests(&self, kind: &str) -> Option<u64> {
+        let phases: Vec<_> = self.phases_of_kind(kind).collect();
+        if phases.is_empty() {
+            let l = self.loadgen.as_ref()?;
+            return match kind {
+                "warmup" => l.warmup_request_count,
+                "profiling" => l.request_count,
+                _ => None,
+            };
+        }
+        phases.iter().map(|(_, p)| p.requests).sum()
+    }
+}
+
+/// A metric entry in the summary (record metrics have all fields; scalars
+/// only `unit` and `avg`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[allow(missing_docs)]
+pub struct MetricEntry {
+    pub unit: Option<String>,
+    pub avg: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub std: Option<f64>,
+    pub p50: Option<f64>,
+    pub p90: Option<f64>,
+    pub p99: Option<f64>,
+    pub count: Option<f64>,
+    pub sum: Option<f64>,
+}
+
+/// `run_info`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[allow(missing_docs)]
+pub struct RunInfo {
+    pub benchmark_id: Option<String>,
+    pub cli_command: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RawSummary {
+    schema_version: Option<String>,
+    aiperf_version: Option<String>,
+    benchmark_id: Option<String>,
+    #[serde(default)]
+    input_config: Option<InputConfig>,
+    #[serde(default)]
+    run_info: Option<RunInfo>,
+    #[serde(default)]
+    was_cancelled: Option<bool>,
+    #[serde(default)]
+    is_complete: Option<bool>,
+    #[serde(default)]
+    incomplete_reason: Option<String>,
+    #[serde(flatten)]
+    rest: BTreeMap<String, Value>,
+}
+
+/// The parsed summary.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[allow(missing_docs)]
+pub struct Summary {
+    pub schema_version: Option<String>,
+    pub aiperf_version: Option<String>,
+    pub benchmark_id: Option<String>,
+    pub input_config: Option<InputConfig>,
+    pub run_info: Option<RunInfo>,
+    pub was_cancelled: Option<bool>,
+    pub is_complete: Option<bool>,
+    pub incomplete_reason: Option<String>,
+    /// Profiling metrics by tag.
+    pub metrics: BTreeMap<String, MetricEntry>,
+    /// Warmup metrics by tag.
+    pub warmup_metrics: BTreeMap<String, MetricEntry>,
+}
+
+impl Summary {
+    /// Parses the summary from JSON text, with the failing field's path on error.
+    pub fn parse(bytes: &[u8]) -> Result<Summary, (Option<String>, String)> {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let raw: RawSummary = serde_path_to_error::deserialize(&mut de)
+            .map_err(|e| (Some(e.path().to_string()), e.inner().to_string()))?;
+        let mut metrics = BTreeMap::new();
+        let mut warmup_metrics = BTreeMap::new();
+        for (key, value) in raw.rest {
+            if key == "warmup_metrics" {
+                if let Value::Object(map) = value {
+                    for (k, v) in map {
+                        if let Ok(m) = serde_json::from_value::<MetricEntry>(v) {
+                            warmup_metrics.insert(k, m);
+                        }
+                    }
+                }
+            } else if value.get("unit").is_some() {
+                if let Ok(m) = serde_json::from_value::<MetricEntry>(value) {
+                    metrics.insert(key, m);
+                }
+            }
+        }
+        Ok(Summary {
+            schema_version: raw.schema_version,
+            aiperf_version: raw.aiperf_version,
+            benchmark_id: raw.benchmark_id,
+            input_config: raw.input_config,
+            run_info: raw.run_info,
+            was_cancelled: raw.was_cancelled,
+            is_complete: raw.is_complete,
+            incomplete_reason: raw.incomplete_reason,
+            metrics,
+            warmup_metrics,
+        })
+    }
+
+    /// A scalar metric's value (`avg`).
+    pub fn scalar(&self, tag: &str) -> Option<f64> {
+        self.metrics.get(tag).and_then(|m| m.avg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selects_phases_by_kind_and_collects_metric_keys() {
+        let json = br#"{"schema_version":"1.4","aiperf_version":"0.13.0",
+          "request_count":{"unit":"requests","avg":5.0},
+          "time_to_first_token":{"unit":"ms","avg":1.0,"p99":2.0,"count":5},
+          "input_config":{"phases":[
+            {"name":"p","kind":"profiling","requests":5},
+            {"name":"w","kind":"warmup","requests":1}]},
+          "warmup_metrics":{"request_count":{"unit":"requests","avg":1.0}},
+          "error_summary":[]}"#;
+        let s = Summary::parse(json).expect("parses");
+        let ic = s.input_config.as_ref().expect("config");
+        assert_eq!(ic.configured_requests("profiling"), Some(5));
+        assert_eq!(ic.configured_requests("warmup"), Some(1));
+        assert_eq!(s.scalar("request_count"), Some(5.0));
+        assert_eq!(s.metrics["time_to_first_token"].p99, Some(2.0));
+        assert_eq!(s.warmup_metrics["request_count"].avg, Some(1.0));
+    }
+
+    #[test]
+    fn wrong_type_reports_the_path() {
+        let json = br#"{"input_config":{"phases":[{"kind":"profiling","requests":"five"}]}}"#;
+        let (path, _) = Summary::parse(json).expect_err("must fail");
+        assert_eq!(path.as_deref(), Some("input_config.phases[0].requests"));
+    }
+
+    #[test]
+    fn duration_bound_phase_has_no_configured_count() {
+        let ic: InputConfig =
+            serde_json::from_str(r#"{"phases":[{"kind":"profiling","duration":60.0}]}"#)
+                .expect("parses");
+        assert_eq!(ic.configured_requests("profiling"), None);
+    }
+}

@@ -1,0 +1,337 @@
+//! Check `artifacts`: can the run's files be trusted as a record of the run?
+//!
+//! What it checks: every problem met while reading (missing, empty,
+//! unreadable or malformed files, bad lines); whether each phase's configured
+//! request count was realised as successful records; whether AIPerf's own
+//! summary agrees with the records it was computed from (counts and, for the
+//! key latency metrics, mean and percentiles recomputed here); duplicate
+//! request ids; records that end before they start; runs AIPerf itself marked
+//! cancelled or incomplete.
+//!
+//! Why it matters: every other check stands on these counts.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::{CheckStatus, Ctx};
+use crate::artifacts::records::{self, Metric, Phase};
+use crate::artifacts::summary;
+use crate::findings::{Code, Finding};
+use crate::stats;
+
+/// Figures of the `artifacts` check.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// pass / warn / fail / unknown.
+    pub status: CheckStatus,
+    /// Why the check could not tell, when it could not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Files read.
+    pub files_read: Vec<&'static str>,
+    /// Lines in `profile_export.jsonl`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record_lines: Option<u64>,
+    /// Records that could be parsed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub records_parsed: Option<u64>,
+    /// Summary metrics recomputed from the records and compared.
+    pub summary_metrics_compared: Vec<SummaryComparison>,
+}
+
+/// One summary statistic recomputed from the records.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryComparison {
+    /// Metric tag.
+    pub metric: &'static str,
+    /// `count`, `avg`, `p50`, `p90`, `p99`.
+    pub stat: &'static str,
+    /// AIPerf's published value.
+    pub published: f64,
+    /// Recomputed from the records.
+    pub recomputed: f64,
+    /// Whether they agree.
+    pub agrees: bool,
+}
+
+/// Metrics whose published statistics are recomputed.
+const RECOMPUTED: &[Metric] = &[
+    Metric::TimeToFirstToken,
+    Metric::RequestLatency,
+    Metric::InterTokenLatency,
+];
+
+/// Runs the check.
+pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
+    let run = ctx.run;
+    let mut findings = run.findings.clone();
+    let mut files_read = Vec::new();
+    if run.summary.is_some() {
+        files_read.push(summary::FILE);
+    }
+    if run.records.is_some() {
+        files_read.push(records::FILE);
+    }
+    if run.server.is_some() {
+        files_read.push(crate::artifacts::server_metrics::FILE);
+    }
+    if run.scrapes.is_some() {
+        files_read.push(crate::artifacts::scrapes::FILE);
+    }
+    if run.manifest.is_some() {
+        files_read.push(crate::artifacts::MANIFEST_FILE);
+    }
+
+    request_counts(ctx, &mut findings);
+    run_completion(ctx, &mut findings);
+    let mut compared = Vec::new();
+    if let (Some(s), Some(records)) = (run.summary.as_ref(), ctx.records()) {
+        summary_agreement(s, records, &mut findings, &mut compared);
+    }
+    if let Some(records) = ctx.records() {
+        record_sanity(records, &mut findings);
+    }
+
+    let could_not_tell = run.unreadable;
+    let report = Report {
+        status: CheckStatus::from_findings(&findings, could_not_tell),
+        reason: could_not_tell.then(|| "no artifact of the run could be read".to_string()),
+        files_read,
+        record_lines: run.records.as_ref().map(|r| r.lines),
+        records_parsed: run.records.as_ref().map(|r| r.records.len() as u64),
+        summary_metrics_compared: compared,
+    };
+    (report, findings)
+}
+
+fn request_counts(ctx: &Ctx, findings: &mut Vec<Finding>) {
+    for phase in [Phase::Warmup, Phase::Profiling] {
+        let Some(p) = ctx.model.phase(phase) else {
+            continue;
+        };
+        let (Some(configured), Some(successful)) = (p.configured_requests, p.successful) else {
+            continue;
+        };
+        if configured == successful {
+            continue;
+        }
+        let errors = p.errors.unwrap_or(0);
+        let cancelled = p.cancelled.unwrap_or(0);
+        let missing = configured as i64 - successful as i64;
+        let why = if errors > 0 {
+            format!("{errors} failed ({cancelled} of them cancelled)")
+        } else if p.records.unwrap_or(0) < configured {
+            "records are missing (an incomplete or killed run?)".to_string()
+        } else {
+            "more records than configured".to_string()
+        };
+        findings.push(
+            Finding::new(
+                Code::RequestCountMismatch,
+                format!(
+                    "{} was configured for {configured} requests but has {successful} \
+                     successful records: {why}",
+                    phase.as_str()
+                ),
+            )
+            .file(records::FILE)
+            .field(format!(
+                "input_config.phases[kind={}].requests",
+                phase.as_str()
+            ))
+            .expected_found(configured, successful)
+            .effect("missing_requests", missing as f64, "count")
+            .effect(
+                "missing_pct",
+                missing as f64 / configured as f64 * 100.0,
+                "%",
+            ),
+        );
+    }
+}
+
+fn run_completion(ctx: &Ctx, findings: &mut Vec<Finding>) {
+    let Some(s) = ctx.run.summary.as_ref() else {
+        return;
+    };
+    if s.was_cancelled == Some(true) {
+        findings.push(
+            Finding::new(
+                Code::RunIncomplete,
+                "AIPerf marked the profiling run as cancelled",
+            )
+            .file(summary::FILE)
+            .field("was_cancelled"),
+        );
+    }
+    if s.is_complete == Some(false) {
+        let why = s.incomplete_reason.as_deref().unwrap_or("no reason given");
+        findings.push(
+            Finding::new(
+                Code::RunIncomplete,
+                format!("AIPerf finalized the results without all records: {why}"),
+            )
+            .file(summary::FILE)
+            .field("is_complete"),
+        );
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1e-9)
+}
+
+fn summary_agreement(
+    s: &summary::Summary,
+    records: &[records::Record],
+    findings: &mut Vec<Finding>,
+    compared: &mut Vec<SummaryComparison>,
+) {
+    let profiling: Vec<_> = records
+        .iter()
+        .filter(|r| r.phase == Phase::Profiling)
+        .collect();
+    let ok = profiling.iter().filter(|r| r.is_success()).count() as f64;
+    let errors = profiling.iter().filter(|r| !r.is_success()).count() as f64;
+    let mut mismatch = |what: String, field: String, published: f64, recomputed: f64| {
+        findings.push(
+            Finding::new(
+                Code::SummaryMismatch,
+                format!(
+                    "{what}: {} says {published}, the records give {recomputed}",
+                    summary::FILE
+                ),
+            )
+            .file(summary::FILE)
+            .field(field)
+            .expected_found(recomputed, published)
+            .effect("difference", published - recomputed, "count"),
+        );
+    };
+    if let Some(published) = s.scalar("request_count") {
+        if published != ok {
+            mismatch(
+                "successful profiling requests".into(),
+                "request_count.avg".into(),
+                published,
+                ok,
+            );
+        }
+    }
+    let published_errors = s.scalar("error_request_count").unwrap_or(0.0);
+    if published_errors != errors {
+        mismatch(
+            "failed profiling requests".into(),
+            "error_request_count.avg".into(),
+            published_errors,
+            errors,
+        );
+    }
+    for &metric in RECOMPUTED {
+        let Some(entry) = s.metrics.get(metric.tag()) else {
+            continue;
+        };
+        let values = stats::sorted(profiling.iter().filter_map(|r| r.values.get(metric)));
+        let mine = stats::Summary::of_sorted(&values);
+        let pairs = [
+            ("count", entry.count, Some(values.len() as f64)),
+            ("avg", entry.avg, mine.mean),
+            ("p50", entry.p50, mine.p50),
+            ("p90", entry.p90, mine.p90),
+            ("p99", entry.p99, mine.p99),
+        ];
+        for (stat, published, recomputed) in pairs {
+            let (Some(published), Some(recomputed)) = (published, recomputed) else {
+                continue;
+            };
+            let agrees = close(published, recomputed);
+            compared.push(SummaryComparison {
+                metric: metric.tag(),
+                stat,
+                published,
+                recomputed,
+                agrees,
+            });
+            if !agrees {
+                findings.push(
+                    Finding::new(
+                        Code::SummaryMismatch,
+                        format!(
+                            "{} {stat}: {} publishes {published}, the profiling records give \
+                             {recomputed}",
+                            metric.tag(),
+                            summary::FILE
+                        ),
+                    )
+                    .file(summary::FILE)
+                    .field(format!("{}.{stat}", metric.tag()))
+                    .expected_found(recomputed, published)
+                    .effect(
+                        "difference_pct",
+                        (published - recomputed) / recomputed * 100.0,
+                        "%",
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn record_sanity(records: &[records::Record], findings: &mut Vec<Finding>) {
+    let mut first_line: HashMap<&str, u64> = HashMap::with_capacity(records.len());
+    let mut duplicates = Vec::new();
+    let mut backwards = Vec::new();
+    for r in records {
+        if let Some(id) = r.x_request_id.as_deref() {
+            if let Some(&first) = first_line.get(id) {
+                duplicates.push((id, first, r.line));
+            } else {
+                first_line.insert(id, r.line);
+            }
+        }
+        if r.request_end_ns < r.request_start_ns {
+            backwards.push(r.line);
+        }
+    }
+    for (id, first, line) in duplicates.iter().take(20) {
+        findings.push(
+            Finding::new(
+                Code::DuplicateRequestId,
+                format!("x_request_id {id} on line {line} was already used on line {first}"),
+            )
+            .file(records::FILE)
+            .line(*line)
+            .field("metadata.x_request_id"),
+        );
+    }
+    if duplicates.len() > 20 {
+        findings.push(
+            Finding::new(
+                Code::DuplicateRequestId,
+                format!(
+                    "{} more duplicate x_request_ids not listed",
+                    duplicates.len() - 20
+                ),
+            )
+            .file(records::FILE)
+            .effect("duplicates", duplicates.len() as f64, "count"),
+        );
+    }
+    if let Some(&line) = backwards.first() {
+        findings.push(
+            Finding::new(
+                Code::InvalidTimestamps,
+                format!(
+                    "{} record(s) end before they start (first on line {line}); their latency \
+                     and timing-based attribution are meaningless",
+                    backwards.len()
+                ),
+            )
+            .file(records::FILE)
+            .line(line)
+            .field("metadata.request_end_ns")
+            .effect("records", backwards.len() as f64, "count"),
+        );
+    }
+}

@@ -1,0 +1,520 @@
+//! Check `cold_connections`: which requests paid for DNS and connect, and
+//! what they do to the published numbers.
+//!
+//! What it checks: every record is `cold` (`http_req_connection_reused` is 0,
+//! or `http_req_dns_lookup` / `http_req_connecting` exceed their thresholds),
+//! `warm` (connection reused and under the thresholds) or `unknown` (the
+//! fields are absent: older AIPerf, other transports; unknown is never
+//! counted as warm). For the key per-request metrics it computes count, mean,
+//! p50, p90 and p99 over all successful profiling records (as AIPerf does)
+//! and over warm ones only, the bias of each published statistic in percent,
+//! and whether the cold/warm difference of means is larger than noise
+//! (Welch's t interval).
+//!
+//! Why it matters: AIPerf counts connection setup inside TTFT, latency and
+//! prefill throughput, so short or low-concurrency runs publish numbers that
+//! describe the network setup, not the server.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{CheckStatus, Ctx};
+use crate::artifacts::records::{self, Metric, Phase, Record};
+use crate::config::ColdSettings;
+use crate::findings::{Code, Finding};
+use crate::stats::{self, DiffInterval};
+
+/// The per-request metrics whose bias is reported.
+pub const KEY_METRICS: &[Metric] = &[
+    Metric::TimeToFirstToken,
+    Metric::RequestLatency,
+    Metric::PrefillThroughputPerUser,
+    Metric::InterTokenLatency,
+    Metric::OutputTokenThroughputPerUser,
+    Metric::E2eOutputTokenThroughput,
+];
+
+/// The statistics reported for each metric.
+pub const STATS: &[&str] = &["mean", "p50", "p90", "p99"];
+
+/// Connection state of one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Temperature {
+    /// Opened a new connection (or paid DNS/connect above threshold).
+    Cold,
+    /// Reused a connection.
+    Warm,
+    /// The record lacks the connection fields.
+    Unknown,
+}
+
+/// Classifies one record.
+pub fn classify(r: &Record, s: &ColdSettings) -> Temperature {
+    let reused = r.values.get(Metric::HttpReqConnectionReused);
+    let dns = r.values.get(Metric::HttpReqDnsLookup);
+    let connecting = r.values.get(Metric::HttpReqConnecting);
+    let over = |v: Option<f64>, t: f64| v.is_some_and(|v| v > t);
+    if reused == Some(0.0) || over(dns, s.dns_ms) || over(connecting, s.connect_ms) {
+        Temperature::Cold
+    } else if reused == Some(1.0) {
+        Temperature::Warm
+    } else {
+        Temperature::Unknown
+    }
+}
+
+/// Counts per temperature for one phase.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Counts {
+    /// Records of the phase.
+    pub records: usize,
+    /// Cold records.
+    pub cold: usize,
+    /// Warm records.
+    pub warm: usize,
+    /// Records without connection fields.
+    pub unknown: usize,
+    /// Records that are the first turn of their session (`turn_index` 0).
+    pub first_turns: usize,
+}
+
+/// Whether a difference is larger than noise.
+#[derive(Debug, Clone, Serialize)]
+pub struct Noise {
+    /// The test used.
+    pub test: &'static str,
+    /// Interval of mean(cold) - mean(warm); `null` when it cannot be computed.
+    pub cold_minus_warm: Option<DiffInterval>,
+    /// True when the interval excludes zero; `null` when unknown.
+    pub larger_than_noise: Option<bool>,
+    /// Why it is unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One (metric, statistic) row.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricStat {
+    /// Metric tag as in the records.
+    pub metric: &'static str,
+    /// `mean`, `p50`, `p90` or `p99`.
+    pub stat: &'static str,
+    /// Over all successful profiling records.
+    pub all: Option<f64>,
+    /// Over warm successful profiling records only.
+    pub warm_only: Option<f64>,
+    /// `(all - warm_only) / warm_only * 100`; `null` without a warm baseline.
+    pub bias_pct: Option<f64>,
+    /// Records with the metric: all / warm.
+    pub count_all: usize,
+    /// Warm records with the metric.
+    pub count_warm: usize,
+}
+
+/// Figures of the `cold_connections` check.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// pass / warn / fail / unknown.
+    pub status: CheckStatus,
+    /// Why the check could not tell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Profiling records classified.
+    pub profiling_records: usize,
+    /// Cold profiling records.
+    pub cold: usize,
+    /// Warm profiling records.
+    pub warm: usize,
+    /// Profiling records without the connection fields.
+    pub unknown: usize,
+    /// Shares of cold / warm / unknown among profiling records (0..1).
+    pub shares: Option<Shares>,
+    /// First turns of sessions among profiling records.
+    pub first_turns: usize,
+    /// `x_request_id`s of the cold profiling records, in file order.
+    pub cold_request_ids: Vec<String>,
+    /// The same counts over warmup records.
+    pub warmup: Option<Counts>,
+    /// Thresholds in force.
+    pub thresholds: Thresholds,
+    /// True when every classified profiling record was cold.
+    pub all_cold: bool,
+    /// With no warm baseline: mean share of request latency spent in DNS +
+    /// connect over the cold records (0..1).
+    pub connection_overhead_share: Option<f64>,
+    /// Per metric and statistic: all vs warm only.
+    pub metrics: Vec<MetricStat>,
+    /// Per metric: is cold vs warm larger than noise?
+    pub noise: BTreeMap<&'static str, Noise>,
+}
+
+/// Shares (0..1).
+#[derive(Debug, Clone, Serialize)]
+pub struct Shares {
+    /// Cold.
+    pub cold: f64,
+    /// Warm.
+    pub warm: f64,
+    /// Unknown.
+    pub unknown: f64,
+}
+
+/// The thresholds as reported.
+#[derive(Debug, Clone, Serialize)]
+pub struct Thresholds {
+    /// DNS lookup above this (ms) is cold.
+    pub dns_lookup_ms: f64,
+    /// Connect above this (ms) is cold.
+    pub connecting_ms: f64,
+    /// Bias above this (%) is a finding.
+    pub bias_pct: f64,
+    /// Fewer warm records than this: too few to tell.
+    pub min_warm_records: usize,
+}
+
+fn counts<'a>(records: impl Iterator<Item = &'a Record>, s: &ColdSettings) -> Counts {
+    let mut c = Counts::default();
+    for r in records {
+        c.records += 1;
+        c.first_turns += usize::from(r.turn_index == Some(0));
+        match classify(r, s) {
+            Temperature::Cold => c.cold += 1,
+            Temperature::Warm => c.warm += 1,
+            Temperature::Unknown => c.unknown += 1,
+        }
+    }
+    c
+}
+
+/// Runs the check.
+pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
+    let s = &ctx.settings.cold;
+    let thresholds = Thresholds {
+        dns_lookup_ms: s.dns_ms,
+        connecting_ms: s.connect_ms,
+        bias_pct: s.bias_pct,
+        min_warm_records: s.min_warm,
+    };
+    let mut findings = Vec::new();
+    let Some(records) = ctx.records() else {
+        let report = empty(thresholds, format!("{} was not read", records::FILE));
+        return (report, findings);
+    };
+    let profiling: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.phase == Phase::Profiling)
+        .collect();
+    let c = counts(profiling.iter().copied(), s);
+    let warmup_records = records.iter().filter(|r| r.phase == Phase::Warmup);
+    let warmup = ctx.model.warmup.as_ref().map(|_| counts(warmup_records, s));
+    let cold_request_ids = profiling
+        .iter()
+        .filter(|r| classify(r, s) == Temperature::Cold)
+        .map(|r| {
+            r.x_request_id
+                .clone()
+                .unwrap_or_else(|| format!("line {}", r.line))
+        })
+        .collect();
+    let shares = (c.records > 0).then(|| Shares {
+        cold: c.cold as f64 / c.records as f64,
+        warm: c.warm as f64 / c.records as f64,
+        unknown: c.unknown as f64 / c.records as f64,
+    });
+
+    let ok: Vec<&Record> = profiling
+        .iter()
+        .copied()
+        .filter(|r| r.is_success())
+        .collect();
+    let warm: Vec<&Record> = ok
+        .iter()
+        .copied()
+        .filter(|r| classify(r, s) == Temperature::Warm)
+        .collect();
+    let cold: Vec<&Record> = ok
+        .iter()
+        .copied()
+        .filter(|r| classify(r, s) == Temperature::Cold)
+        .collect();
+    let classified = c.cold + c.warm;
+    let all_cold = classified > 0 && c.warm == 0;
+
+    let mut reason = None;
+    if c.records == 0 {
+        reason = Some("the run has no profiling records".to_string());
+    } else if classified == 0 {
+        reason = Some(
+            "no profiling record carries http_req_connection_reused, http_req_dns_lookup or \
+             http_req_connecting, so cold and warm requests cannot be told apart"
+                .to_string(),
+        );
+        findings.push(
+            Finding::new(
+                Code::ConnectionFieldsMissing,
+                format!(
+                    "cannot tell: none of the {} profiling records has the HTTP connection \
+                     fields (older AIPerf or a non-HTTP transport)",
+                    c.records
+                ),
+            )
+            .file(records::FILE)
+            .field("metrics.http_req_connection_reused"),
+        );
+    }
+
+    let mut metrics = Vec::new();
+    let mut noise = BTreeMap::new();
+    for &metric in KEY_METRICS {
+        let all_v = stats::sorted(ok.iter().filter_map(|r| r.values.get(metric)));
+        if all_v.is_empty() {
+            continue;
+        }
+        let warm_v = stats::sorted(warm.iter().filter_map(|r| r.values.get(metric)));
+        let cold_v = stats::sorted(cold.iter().filter_map(|r| r.values.get(metric)));
+        let (sa, sw) = (
+            stats::Summary::of_sorted(&all_v),
+            stats::Summary::of_sorted(&warm_v),
+        );
+        let mut over = Vec::new();
+        for &stat in STATS {
+            let bias = stats::bias_pct(sa.get(stat), sw.get(stat));
+            if let Some(b) = bias {
+                if b.abs() > s.bias_pct && warm_v.len() >= s.min_warm {
+                    over.push((stat, b, sa.get(stat), sw.get(stat)));
+                }
+            }
+            metrics.push(MetricStat {
+                metric: metric.tag(),
+                stat,
+                all: sa.get(stat),
+                warm_only: sw.get(stat),
+                bias_pct: bias,
+                count_all: all_v.len(),
+                count_warm: warm_v.len(),
+            });
+        }
+        let n = noise_of(&cold_v, &warm_v, s.min_warm);
+        if !over.is_empty() {
+            let worst = over.iter().map(|o| o.1.abs()).fold(0.0, f64::max);
+            let listed: Vec<String> = over
+                .iter()
+                .map(|(stat, b, all, warm)| {
+                    format!(
+                        "{stat} {} vs {} warm-only ({b:+.1} %)",
+                        fmt(*all),
+                        fmt(*warm)
+                    )
+                })
+                .collect();
+            let noise_note = match n.larger_than_noise {
+                Some(true) => "; the cold/warm difference of means is larger than noise",
+                Some(false) => "; the cold/warm difference of means is within noise",
+                None => "",
+            };
+            let mut f = Finding::new(
+                Code::ColdConnectionBias,
+                format!(
+                    "{}: {} cold request(s) move {}{noise_note}",
+                    metric.tag(),
+                    cold.len(),
+                    listed.join(", ")
+                ),
+            )
+            .file(records::FILE)
+            .field(format!("metrics.{}", metric.tag()))
+            .expected_found(
+                over.iter().map(|o| (o.0, o.3)).collect::<Vec<_>>(),
+                over.iter().map(|o| (o.0, o.2)).collect::<Vec<_>>(),
+            )
+            .effect("max_abs_bias", worst, "%");
+            for (_, b, _, _) in &over {
+                f = f.effect("bias", *b, "%");
+            }
+            findings.push(f);
+        }
+        noise.insert(metric.tag(), n);
+    }
+
+    let mut connection_overhead_share = None;
+    if all_cold && c.records > 0 {
+        connection_overhead_share = overhead_share(&cold);
+        let share = connection_overhead_share
+            .map(|x| {
+                format!(
+                    "; DNS + connect is {:.1} % of request latency on average",
+                    x * 100.0
+                )
+            })
+            .unwrap_or_default();
+        findings.push(
+            Finding::new(
+                Code::AllConnectionsCold,
+                format!(
+                    "every one of the {classified} classified profiling requests opened a new \
+                     connection (a server without keep-alive, or connection reuse off), so \
+                     there is no warm baseline to measure the bias against{share}"
+                ),
+            )
+            .file(records::FILE)
+            .field("metrics.http_req_connection_reused")
+            .expected_found("some reused connections", "none reused")
+            .effect("cold_share", 100.0, "%")
+            .effect(
+                "connection_overhead_share",
+                connection_overhead_share.unwrap_or(f64::NAN) * 100.0,
+                "%",
+            ),
+        );
+    } else if c.warm > 0 && c.warm < s.min_warm && reason.is_none() {
+        reason = Some(format!(
+            "only {} warm profiling record(s), fewer than {}: too few to tell the bias",
+            c.warm, s.min_warm
+        ));
+    }
+
+    let could_not_tell = reason.is_some();
+    let report = Report {
+        status: CheckStatus::from_findings(&findings, could_not_tell),
+        reason,
+        profiling_records: c.records,
+        cold: c.cold,
+        warm: c.warm,
+        unknown: c.unknown,
+        shares,
+        first_turns: c.first_turns,
+        cold_request_ids,
+        warmup,
+        thresholds,
+        all_cold,
+        connection_overhead_share,
+        metrics,
+        noise,
+    };
+    (report, findings)
+}
+
+fn fmt(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.4}")).unwrap_or_else(|| "n/a".into())
+}
+
+fn noise_of(cold: &[f64], warm: &[f64], min_warm: usize) -> Noise {
+    let test = "welch_t_95";
+    if warm.len() < min_warm.max(2) || cold.len() < 2 {
+        return Noise {
+            test,
+            cold_minus_warm: None,
+            larger_than_noise: None,
+            reason: Some(format!(
+                "too few records to tell: {} cold, {} warm (need 2 cold and {} warm)",
+                cold.len(),
+                warm.len(),
+                min_warm.max(2)
+            )),
+        };
+    }
+    match stats::welch_interval(cold, warm, 0.95) {
+        Some(ci) => Noise {
+            test,
+            larger_than_noise: Some(ci.excludes_zero()),
+            cold_minus_warm: Some(ci),
+            reason: None,
+        },
+        None => Noise {
+            test,
+            cold_minus_warm: None,
+            larger_than_noise: None,
+            reason: Some("no spread in the values".into()),
+        },
+    }
+}
+
+fn overhead_share(cold: &[&Record]) -> Option<f64> {
+    let shares: Vec<f64> = cold
+        .iter()
+        .filter_map(|r| {
+            let lat = r.values.get(Metric::RequestLatency)?;
+            let dns = r.values.get(Metric::HttpReqDnsLookup).unwrap_or(0.0);
+            let conn = r.values.get(Metric::HttpReqConnecting)?;
+            (lat > 0.0).then(|| ((dns + conn) / lat).min(1.0))
+        })
+        .collect();
+    stats::mean(&shares)
+}
+
+fn empty(thresholds: Thresholds, reason: String) -> Report {
+    Report {
+        status: CheckStatus::Unknown,
+        reason: Some(reason),
+        profiling_records: 0,
+        cold: 0,
+        warm: 0,
+        unknown: 0,
+        shares: None,
+        first_turns: 0,
+        cold_request_ids: Vec::new(),
+        warmup: None,
+        thresholds,
+        all_cold: false,
+        connection_overhead_share: None,
+        metrics: Vec::new(),
+        noise: BTreeMap::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::artifacts::records::Values;
+
+    fn rec(reused: Option<f64>, dns: Option<f64>, conn: Option<f64>) -> Record {
+        let mut values = Values::default();
+        values.set(Metric::HttpReqConnectionReused, reused);
+        values.set(Metric::HttpReqDnsLookup, dns);
+        values.set(Metric::HttpReqConnecting, conn);
+        Record {
+            line: 1,
+            phase: Phase::Profiling,
+            phase_index: None,
+            session_num: None,
+            turn_index: None,
+            x_request_id: None,
+            conversation_id: None,
+            request_start_ns: 0,
+            request_end_ns: 1,
+            request_ack_ns: None,
+            was_cancelled: false,
+            error: None,
+            values,
+        }
+    }
+
+    #[test]
+    fn classification_rules() {
+        let s = ColdSettings::default();
+        assert_eq!(
+            classify(&rec(Some(0.0), Some(0.0), Some(0.0)), &s),
+            Temperature::Cold
+        );
+        assert_eq!(
+            classify(&rec(Some(1.0), Some(0.0), Some(0.0)), &s),
+            Temperature::Warm
+        );
+        assert_eq!(
+            classify(&rec(Some(1.0), Some(500.0), None), &s),
+            Temperature::Cold
+        );
+        assert_eq!(
+            classify(&rec(None, None, Some(200.0)), &s),
+            Temperature::Cold
+        );
+        // Absent fields are unknown, never warm.
+        assert_eq!(classify(&rec(None, None, None), &s), Temperature::Unknown);
+        assert_eq!(
+            classify(&rec(None, Some(0.0), Some(0.0)), &s),
+            Temperature::Unknown
+        );
+    }
+}

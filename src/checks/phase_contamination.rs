@@ -1,0 +1,1209 @@
+//! Check `phase_contamination`: does each server metric belong to the phase
+//! it is reported under?
+//!
+//! What it checks: AIPerf splits cumulative server metrics into warmup and
+//! profiling by subtracting scrapes taken at phase boundaries. For every
+//! request-scoped metric (one observation per request, [`REQUEST_SCOPED`]),
+//! the count in `metrics` (profiling) and `warmup_metrics` must match the
+//! phase's requests. Each mismatch is classified (late warmup observation,
+//! profiling observation lost to warmup, unexplained excess or deficit), the
+//! phase windows are checked for overlap, counters for timeslices that start
+//! early and for resets. With the raw scrapes (`server_metrics_export.jsonl`)
+//! each scrape interval's increments are attributed to the requests whose
+//! observation time falls in it, and a corrected split is reported.
+//!
+//! Why it matters: a warmup observation counted in profiling inflates counts,
+//! sums, averages and percentile estimates, silently (seed 000).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::{CheckStatus, Ctx};
+use crate::artifacts::records::{Phase, Record};
+use crate::artifacts::scrapes::{Sample, Scrape};
+use crate::artifacts::server_metrics::{self, lookup, Family, MetricType, Series};
+use crate::findings::{Code, Finding, Severity};
+use crate::frameworks::{role_of, ObservedAt, RequestScoped, REQUEST_SCOPED};
+
+/// An expected observation count: a range, because a failed request may or
+/// may not have been observed.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Expected {
+    /// Successful requests.
+    pub min: u64,
+    /// Successful plus failed requests.
+    pub max: u64,
+    /// `records` or `configuration`.
+    pub source: &'static str,
+}
+
+impl Expected {
+    /// Signed distance of `found` from the range (0 inside it).
+    pub fn deviation(&self, found: f64) -> f64 {
+        if found > self.max as f64 {
+            found - self.max as f64
+        } else if found < self.min as f64 {
+            found - self.min as f64
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A corrected split from the raw scrapes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Corrected {
+    /// Observations attributed to this phase's requests.
+    pub count: u64,
+    /// Sum of their values (histograms); point estimate when bounded.
+    pub sum: Option<f64>,
+    /// Lower bound of the sum.
+    pub sum_low: Option<f64>,
+    /// Upper bound of the sum (`null` when unbounded: the +Inf bucket).
+    pub sum_high: Option<f64>,
+    /// `sum / count`.
+    pub avg: Option<f64>,
+    /// `exact` or `bounded`.
+    pub exactness: &'static str,
+}
+
+/// One metric (summed over label sets) in one phase.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricRow {
+    /// Metric name as exported.
+    pub metric: String,
+    /// Serving framework of the table entry.
+    pub framework: &'static str,
+    /// When the server observes it.
+    pub observed_at: ObservedAt,
+    /// `all` (summed over endpoints with traffic) or an endpoint URL.
+    pub endpoint: String,
+    /// Prefill/decode role, when the series carry one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// `profiling` or `warmup`.
+    pub phase: &'static str,
+    /// Expected count (range); `null` when unknown.
+    pub expected_count: Option<Expected>,
+    /// Count in the export; `null` when a series lacks it.
+    pub found_count: Option<f64>,
+    /// found - expected (0 inside the range).
+    pub delta: Option<f64>,
+    /// `ok`, `late_warmup_observation`, `profiling_lost_to_warmup`,
+    /// `unexplained_excess`, `unexplained_deficit`, `unknown`, `not_compared`.
+    pub classification: &'static str,
+    /// Sum in the export (histograms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found_sum: Option<f64>,
+    /// Avg in the export (histograms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found_avg: Option<f64>,
+    /// Repaired split, when the raw scrapes allow it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corrected: Option<Corrected>,
+}
+
+/// The phase windows and their overlap.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Windows {
+    /// Warmup window from the server-metrics summary (ns).
+    pub warmup: Option<(u64, u64)>,
+    /// Profiling window (ns).
+    pub profiling: Option<(u64, u64)>,
+    /// How long the warmup window stays open after profiling starts (ms).
+    pub overlap_ms: Option<f64>,
+    /// Profiling requests that started before the warmup window closed.
+    pub profiling_started_before_warmup_closed: Option<u64>,
+    /// ... whose first token came before it closed.
+    pub profiling_first_token_before_warmup_closed: Option<u64>,
+    /// ... that finished before it closed.
+    pub profiling_finished_before_warmup_closed: Option<u64>,
+    /// Warmup requests that finished after profiling started.
+    pub warmup_finished_after_profiling_started: Option<u64>,
+    /// Kinds of metric the overlap puts at risk.
+    pub at_risk: Vec<&'static str>,
+}
+
+/// Figures of the `phase_contamination` check.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// pass / warn / fail / unknown.
+    pub status: CheckStatus,
+    /// Why the check could not tell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// A request-scoped metric that splits exactly: the evidence that the
+    /// request counts are right and a mismatch is the metric's own.
+    pub control_metric: Option<String>,
+    /// One row per metric, endpoint, role and phase.
+    pub metrics: Vec<MetricRow>,
+    /// Phase windows.
+    pub windows: Windows,
+    /// Scrape endpoints on which no request-scoped metric moved.
+    pub endpoints_without_traffic: Vec<String>,
+    /// Whether the raw scrapes were used to repair the split.
+    pub repaired_from_raw_scrapes: bool,
+}
+
+/// One request-scoped metric family found in the export, with its table entry.
+struct Found<'a> {
+    def: RequestScoped,
+    name: String,
+    profiling: Option<&'a Family>,
+    warmup: Option<&'a Family>,
+}
+
+fn definitions(ctx: &Ctx) -> Vec<RequestScoped> {
+    let mut defs: Vec<RequestScoped> = REQUEST_SCOPED.to_vec();
+    for (name, at) in &ctx.settings.phase.extra_metrics {
+        // User-supplied names live as long as the program; leaking a handful
+        // of short strings once keeps the table entry `'static`.
+        let name: &'static str = Box::leak(name.clone().into_boxed_str());
+        defs.push(RequestScoped {
+            name,
+            framework: "user",
+            observed_at: *at,
+        });
+    }
+    defs
+}
+
+fn count_of(series: &[&Series], kind: MetricType) -> Option<f64> {
+    series.iter().map(|s| s.observations(kind)).sum()
+}
+
+/// Runs the check.
+pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
+    let mut findings = Vec::new();
+    let mut report = Report {
+        status: CheckStatus::Unknown,
+        reason: None,
+        control_metric: None,
+        metrics: Vec::new(),
+        windows: Windows::default(),
+        endpoints_without_traffic: Vec::new(),
+        repaired_from_raw_scrapes: false,
+    };
+    advisory(ctx, &mut findings);
+    let Some(server) = ctx.run.server.as_ref() else {
+        report.reason = Some(format!("{} was not read", server_metrics::FILE));
+        report.status = CheckStatus::from_findings(&findings, true);
+        return (report, findings);
+    };
+    report.windows = windows(ctx, &mut findings);
+    counter_windows(ctx, server, &mut findings);
+    resets_in_export(server, &mut findings);
+    if let Some(scrapes) = ctx.run.scrapes.as_ref() {
+        resets_in_scrapes(&scrapes.scrapes, &mut findings);
+    }
+
+    let found: Vec<Found> = definitions(ctx)
+        .into_iter()
+        .filter_map(|def| {
+            let p = lookup(&server.metrics, def.name);
+            let w = server
+                .warmup_metrics
+                .as_ref()
+                .and_then(|w| lookup(w, def.name));
+            let name = p.or(w)?.0.to_string();
+            Some(Found {
+                def,
+                name,
+                profiling: p.map(|x| x.1),
+                warmup: w.map(|x| x.1),
+            })
+        })
+        .filter(|f| {
+            let kind = f.profiling.or(f.warmup).map(|x| x.kind);
+            matches!(kind, Some(MetricType::Histogram | MetricType::Counter))
+        })
+        .collect();
+    if found.is_empty() {
+        report.reason = Some(
+            "no request-scoped server metric (a per-request histogram or counter of a known \
+             framework) is in the export, so the phase split cannot be checked"
+                .into(),
+        );
+        findings.push(
+            Finding::new(
+                Code::PhaseCheckUnknown,
+                report.reason.clone().unwrap_or_default(),
+            )
+            .file(server_metrics::FILE),
+        );
+        report.status = CheckStatus::from_findings(&findings, true);
+        return (report, findings);
+    }
+
+    // Endpoints with traffic: those on which any request-scoped metric moved.
+    let mut all_endpoints = BTreeSet::new();
+    let mut busy = BTreeSet::new();
+    for f in &found {
+        for fam in [f.profiling, f.warmup].into_iter().flatten() {
+            for s in &fam.series {
+                let e = s.endpoint_url.clone().unwrap_or_default();
+                if s.observations(fam.kind).unwrap_or(0.0) > 0.0 {
+                    busy.insert(e.clone());
+                }
+                all_endpoints.insert(e);
+            }
+        }
+    }
+    report.endpoints_without_traffic = all_endpoints.difference(&busy).cloned().collect();
+
+    let records = ctx.records();
+    let expected = |phase: Phase| -> Option<Expected> {
+        let p = ctx.model.phase(phase)?;
+        match (records, p.successful, p.errors, p.configured_requests) {
+            (Some(_), Some(ok), Some(err), _) => Some(Expected {
+                min: ok,
+                max: ok + err,
+                source: "records",
+            }),
+            (None, _, _, Some(c)) => Some(Expected {
+                min: c,
+                max: c,
+                source: "configuration",
+            }),
+            _ => None,
+        }
+    };
+    let exp_p = expected(Phase::Profiling);
+    let exp_w = ctx
+        .model
+        .warmup
+        .as_ref()
+        .and_then(|_| expected(Phase::Warmup));
+    if exp_p.is_none() {
+        report.reason = Some(
+            "neither profile_export.jsonl nor a configured request count says how many \
+             requests there were"
+                .into(),
+        );
+    }
+
+    let single_busy = (busy.len() == 1)
+        .then(|| busy.iter().next().cloned())
+        .flatten();
+    let mut problems: Vec<Problem> = Vec::new();
+    for f in &found {
+        for role in roles(f) {
+            let kind = f.profiling.or(f.warmup).map(|x| x.kind).unwrap_or_default();
+            let (sp, sw) = (
+                in_role(f.profiling, role.as_deref()),
+                in_role(f.warmup, role.as_deref()),
+            );
+            let found_p = count_of(&sp, kind);
+            let found_w = if ctx.model.warmup.is_some() {
+                count_of(&sw, kind)
+            } else {
+                None
+            };
+            let dp = match (exp_p, found_p) {
+                (Some(e), Some(x)) => Some(e.deviation(x)),
+                _ => None,
+            };
+            let dw = match (exp_w, found_w) {
+                (Some(e), Some(x)) => Some(e.deviation(x)),
+                _ => None,
+            };
+            let (class_p, class_w) = classify(dp, dw);
+            let corrected = ctx
+                .run
+                .scrapes
+                .as_ref()
+                .zip(records)
+                .zip(single_busy.as_ref())
+                .and_then(|((sc, rs), ep)| {
+                    attribute(
+                        &sc.scrapes,
+                        rs,
+                        ep,
+                        &f.name,
+                        f.def.observed_at,
+                        role.as_deref(),
+                        ctx,
+                    )
+                });
+            report.repaired_from_raw_scrapes |= corrected.is_some();
+            for (phase, series, exp, fnd, d, class) in [
+                (Phase::Profiling, &sp, exp_p, found_p, dp, class_p),
+                (Phase::Warmup, &sw, exp_w, found_w, dw, class_w),
+            ] {
+                if phase == Phase::Warmup && ctx.model.warmup.is_none() {
+                    continue;
+                }
+                let sum: Option<f64> = (kind == MetricType::Histogram)
+                    .then(|| {
+                        series
+                            .iter()
+                            .map(|s| s.stats.sum.or(Some(0.0)))
+                            .sum::<Option<f64>>()
+                    })
+                    .flatten();
+                let found_avg = match (sum, fnd) {
+                    (Some(s), Some(c)) if c > 0.0 => Some(s / c),
+                    _ => None,
+                };
+                report.metrics.push(MetricRow {
+                    metric: f.name.clone(),
+                    framework: f.def.framework,
+                    observed_at: f.def.observed_at,
+                    endpoint: "all".into(),
+                    role: role.clone(),
+                    phase: phase.as_str(),
+                    expected_count: exp,
+                    found_count: fnd,
+                    delta: d,
+                    classification: class,
+                    found_sum: sum,
+                    found_avg,
+                    corrected: corrected.as_ref().map(|c| c.get(phase)),
+                });
+                // Per endpoint: found only (which endpoint served which
+                // request is not in the artifacts), unless one endpoint had
+                // all the traffic.
+                let mut per_ep: BTreeMap<String, Vec<&Series>> = BTreeMap::new();
+                for s in series.iter() {
+                    per_ep
+                        .entry(s.endpoint_url.clone().unwrap_or_default())
+                        .or_default()
+                        .push(s);
+                }
+                if per_ep.len() > 1 {
+                    for (ep, ss) in per_ep {
+                        let c = count_of(&ss, kind);
+                        let only = single_busy.as_deref() == Some(ep.as_str());
+                        report.metrics.push(MetricRow {
+                            metric: f.name.clone(),
+                            framework: f.def.framework,
+                            observed_at: f.def.observed_at,
+                            endpoint: ep.clone(),
+                            role: role.clone(),
+                            phase: phase.as_str(),
+                            expected_count: if only { exp } else { None },
+                            found_count: c,
+                            delta: if only { d } else { None },
+                            classification: if only {
+                                class
+                            } else if busy.contains(&ep) {
+                                "not_compared"
+                            } else {
+                                "no_traffic"
+                            },
+                            found_sum: None,
+                            found_avg: None,
+                            corrected: None,
+                        });
+                    }
+                }
+            }
+            if class_p != "ok" || class_w != "ok" {
+                problems.push(Problem {
+                    metric: f.name.clone(),
+                    observed_at: f.def.observed_at,
+                    role: role.clone(),
+                    exp_p,
+                    exp_w,
+                    found_p,
+                    found_w,
+                    dp,
+                    dw,
+                    sum_p: report
+                        .metrics
+                        .iter()
+                        .rev()
+                        .find(|r| {
+                            r.metric == f.name && r.phase == "profiling" && r.endpoint == "all"
+                        })
+                        .and_then(|r| r.found_avg),
+                    corrected,
+                });
+            }
+        }
+    }
+
+    // The control: a metric whose split is exact, TTFT first if it qualifies.
+    let clean: Vec<&MetricRow> = report
+        .metrics
+        .iter()
+        .filter(|r| r.endpoint == "all" && r.classification == "ok")
+        .collect();
+    let exact = |name: &str| {
+        clean.iter().filter(|r| r.metric == name).count() == if exp_w.is_some() { 2 } else { 1 }
+    };
+    report.control_metric = found
+        .iter()
+        .filter(|f| exact(&f.name))
+        .min_by_key(|f| !f.name.contains("time_to_first_token"))
+        .map(|f| f.name.clone());
+
+    for p in &problems {
+        findings.extend(p.findings(report.control_metric.as_deref(), &report.windows));
+    }
+    report.status = CheckStatus::from_findings(&findings, report.reason.is_some());
+    (report, findings)
+}
+
+fn in_role<'a>(fam: Option<&'a Family>, role: Option<&str>) -> Vec<&'a Series> {
+    fam.map(|x| {
+        x.series
+            .iter()
+            .filter(|s| role_of(&s.labels) == role)
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+fn roles(f: &Found) -> Vec<Option<String>> {
+    let mut roles: BTreeSet<Option<String>> = BTreeSet::new();
+    for fam in [f.profiling, f.warmup].into_iter().flatten() {
+        for s in &fam.series {
+            roles.insert(role_of(&s.labels).map(str::to_string));
+        }
+    }
+    if roles.is_empty() {
+        roles.insert(None);
+    }
+    roles.into_iter().collect()
+}
+
+/// Classifies the deviations of profiling (`dp`) and warmup (`dw`).
+fn classify(dp: Option<f64>, dw: Option<f64>) -> (&'static str, &'static str) {
+    let Some(p) = dp else {
+        return ("unknown", if dw.is_some() { "unknown" } else { "ok" });
+    };
+    let w = dw.unwrap_or(0.0);
+    match (p, w) {
+        (p, w) if p == 0.0 && w == 0.0 => ("ok", "ok"),
+        (p, w) if p > 0.0 && w < 0.0 => ("late_warmup_observation", "late_warmup_observation"),
+        (p, w) if p < 0.0 && w > 0.0 => ("profiling_lost_to_warmup", "profiling_lost_to_warmup"),
+        (p, w) => (side(p), side(w)),
+    }
+}
+
+fn side(d: f64) -> &'static str {
+    if d > 0.0 {
+        "unexplained_excess"
+    } else if d < 0.0 {
+        "unexplained_deficit"
+    } else {
+        "ok"
+    }
+}
+
+/// A mismatched metric, turned into findings.
+struct Problem {
+    metric: String,
+    observed_at: ObservedAt,
+    role: Option<String>,
+    exp_p: Option<Expected>,
+    exp_w: Option<Expected>,
+    found_p: Option<f64>,
+    found_w: Option<f64>,
+    dp: Option<f64>,
+    dw: Option<f64>,
+    sum_p: Option<f64>,
+    corrected: Option<Attribution>,
+}
+
+fn range(e: Option<Expected>) -> String {
+    match e {
+        Some(e) if e.min == e.max => e.min.to_string(),
+        Some(e) => format!("{}-{}", e.min, e.max),
+        None => "?".into(),
+    }
+}
+
+fn num(x: Option<f64>) -> String {
+    x.map(|v| format!("{v}")).unwrap_or_else(|| "?".into())
+}
+
+impl Problem {
+    fn findings(&self, control: Option<&str>, w: &Windows) -> Vec<Finding> {
+        let mut out = Vec::new();
+        let (Some(dp), dw) = (self.dp, self.dw.unwrap_or(0.0)) else {
+            return out;
+        };
+        let role = self
+            .role
+            .as_deref()
+            .map(|r| format!(" (role {r})"))
+            .unwrap_or_default();
+        let name = format!("{}{role}", self.metric);
+        let control_note = match control {
+            Some(c) if c != self.metric => format!(" {c} splits exactly (control), so the request counts are right and the mismatch is this metric's."),
+            _ => String::new(),
+        };
+        let split = format!(
+            "profiling holds {} observations for {} profiling requests ({dp:+}), warmup {} for {} ({dw:+})",
+            num(self.found_p),
+            range(self.exp_p),
+            num(self.found_w),
+            range(self.exp_w)
+        );
+        let expected = serde_json::json!({"profiling": self.exp_p.map(|e| e.min), "warmup": self.exp_w.map(|e| e.min)});
+        let found = serde_json::json!({"profiling": self.found_p, "warmup": self.found_w});
+        let base_p = self.exp_p.map(|e| e.max as f64).filter(|b| *b > 0.0);
+        let repair = self
+            .corrected
+            .as_ref()
+            .map(|c| {
+                let (p, w) = (c.get(Phase::Profiling), c.get(Phase::Warmup));
+                format!(
+                    " Repaired from the raw scrapes ({}): profiling {} observations{}, warmup {}.",
+                    p.exactness,
+                    p.count,
+                    p.avg.map(|a| format!(" (avg {a:.6})")).unwrap_or_default(),
+                    w.count
+                )
+            })
+            .unwrap_or_default();
+        let avg_bias = match (
+            self.sum_p,
+            self.corrected
+                .as_ref()
+                .and_then(|c| c.get(Phase::Profiling).avg),
+        ) {
+            (Some(found), Some(true_avg)) if true_avg != 0.0 => {
+                Some((found - true_avg) / true_avg * 100.0)
+            }
+            _ => None,
+        };
+        let mk = |code: Code, what: String, sev: Severity| {
+            let mut f = Finding::new(
+                code,
+                format!("{name}: {split}: {what}.{control_note}{repair}"),
+            )
+            .file(server_metrics::FILE)
+            .field(format!("metrics[\"{}\"]", self.metric))
+            .expected_found(&expected, &found)
+            .effect("profiling_delta", dp, "count")
+            .effect("warmup_delta", dw, "count");
+            if let Some(b) = base_p {
+                f = f.effect("profiling_count_inflation", dp / b * 100.0, "%");
+            }
+            if let Some(b) = avg_bias {
+                f = f.effect("profiling_avg_bias", b, "%");
+            }
+            f.severity = sev;
+            f
+        };
+        // Warmup-only damage does not touch published (profiling) numbers.
+        let sev = |profiling_hit: bool, code: Code| {
+            if profiling_hit {
+                code.severity()
+            } else {
+                Severity::Warning.min(code.severity())
+            }
+        };
+        if dp > 0.0 && dw < 0.0 {
+            let k = dp.min(-dw);
+            out.push(mk(
+                Code::LateWarmupObservation,
+                format!(
+                    "{k} warmup observation(s) published after the end-of-warmup scrape were \
+                     counted in profiling (this metric is observed at {})",
+                    self.observed_at.as_str()
+                ),
+                Code::LateWarmupObservation.severity(),
+            ));
+        } else if dp < 0.0 && dw > 0.0 {
+            let k = (-dp).min(dw);
+            let why = match w.overlap_ms {
+                Some(o) if o > 0.0 => {
+                    format!("; the end-of-warmup scrape came {o:.1} ms after profiling started")
+                }
+                _ => String::new(),
+            };
+            out.push(mk(
+                Code::ProfilingLostToWarmup,
+                format!(
+                    "{k} profiling observation(s) (observed at {}) were published before the \
+                     end-of-warmup scrape and counted in warmup{why}",
+                    self.observed_at.as_str()
+                ),
+                Code::ProfilingLostToWarmup.severity(),
+            ));
+        } else {
+            for (phase, d) in [("profiling", dp), ("warmup", dw)] {
+                let hit = phase == "profiling";
+                if d > 0.0 {
+                    let overlap = w.overlap_ms.filter(|o| *o > 0.0);
+                    let cause = match overlap {
+                        Some(o) => format!(
+                            "the phase windows overlap by {o:.1} ms, so observations made in \
+                             the overlap are counted in both phases (or foreign traffic reached \
+                             the server)"
+                        ),
+                        None => "foreign traffic reached the server, or the same observations \
+                                 were counted twice"
+                            .into(),
+                    };
+                    out.push(mk(
+                        Code::UnexplainedExcess,
+                        format!("{phase} has {d} more observation(s) than requests with no matching deficit: {cause}"),
+                        sev(hit, Code::UnexplainedExcess),
+                    ));
+                } else if d < 0.0 {
+                    out.push(mk(
+                        Code::UnexplainedDeficit,
+                        format!(
+                            "{phase} has {} fewer observation(s) than requests with no matching \
+                             excess: observations published after the final scrape, requests \
+                             the server never counted, or a counter reset",
+                            -d
+                        ),
+                        sev(hit, Code::UnexplainedDeficit),
+                    ));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn windows(ctx: &Ctx, findings: &mut Vec<Finding>) -> Windows {
+    let mut w = Windows {
+        warmup: ctx.model.warmup.as_ref().and_then(|p| p.server_window_ns),
+        profiling: ctx.model.profiling.server_window_ns,
+        ..Default::default()
+    };
+    let (Some((_, we)), Some((ps, _))) = (w.warmup, w.profiling) else {
+        return w;
+    };
+    w.overlap_ms = Some((we as f64 - ps as f64) / 1e6);
+    let Some(records) = ctx.records() else {
+        return w;
+    };
+    if we <= ps {
+        return w;
+    }
+    let prof: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.phase == Phase::Profiling)
+        .collect();
+    let started = prof.iter().filter(|r| r.request_start_ns < we).count() as u64;
+    let first = prof
+        .iter()
+        .filter(|r| r.first_token_ns().unwrap_or(r.request_end_ns) < we)
+        .count() as u64;
+    let finished = prof.iter().filter(|r| r.request_end_ns < we).count() as u64;
+    let warm_late = records
+        .iter()
+        .filter(|r| r.phase == Phase::Warmup && r.request_end_ns > ps)
+        .count() as u64;
+    w.profiling_started_before_warmup_closed = Some(started);
+    w.profiling_first_token_before_warmup_closed = Some(first);
+    w.profiling_finished_before_warmup_closed = Some(finished);
+    w.warmup_finished_after_profiling_started = Some(warm_late);
+    for (n, kind) in [
+        (started, "arrival"),
+        (first, "first_token"),
+        (finished, "completion"),
+    ] {
+        if n > 0 {
+            w.at_risk.push(kind);
+        }
+    }
+    if warm_late > 0 && !w.at_risk.contains(&"completion") {
+        w.at_risk.push("completion");
+    }
+    let overlap = (we - ps) as f64 / 1e6;
+    let risk = if w.at_risk.is_empty() {
+        "no request-scoped observation is at risk".to_string()
+    } else {
+        format!("metrics observed at {} are at risk", w.at_risk.join(", "))
+    };
+    findings.push(
+        Finding::new(
+            Code::PhaseWindowOverlap,
+            format!(
+                "the warmup window closes {overlap:.1} ms after profiling starts: {started} \
+                 profiling request(s) started, {first} had their first token and {finished} \
+                 finished before it closed, and {warm_late} warmup request(s) finished after \
+                 profiling started; {risk}"
+            ),
+        )
+        .file(server_metrics::FILE)
+        .field("summary.phase_time_ranges")
+        .expected_found(
+            serde_json::json!({"warmup.end_ns <=": ps}),
+            serde_json::json!({"warmup.end_ns": we}),
+        )
+        .effect("overlap", overlap, "ms")
+        .effect("profiling_started_before_close", started as f64, "count")
+        .effect("profiling_finished_before_close", finished as f64, "count"),
+    );
+    w
+}
+
+fn counter_windows(
+    ctx: &Ctx,
+    server: &server_metrics::ServerMetricsExport,
+    out: &mut Vec<Finding>,
+) {
+    let Some((ps, _)) = ctx.model.profiling.server_window_ns else {
+        return;
+    };
+    const SLACK_NS: u64 = 1_000_000_000;
+    for (name, fam) in &server.metrics {
+        if fam.kind != MetricType::Counter {
+            continue;
+        }
+        for s in &fam.series {
+            let Some(first) = s
+                .timeslices
+                .as_ref()
+                .and_then(|t| t.first())
+                .and_then(|t| t.start_ns)
+            else {
+                continue;
+            };
+            if first + SLACK_NS < ps {
+                let early = (ps - first) as f64 / 1e9;
+                let jump = s
+                    .timeslices
+                    .as_ref()
+                    .and_then(|t| t.first())
+                    .and_then(|t| t.total);
+                out.push(
+                    Finding::new(
+                        Code::CounterWindowEarly,
+                        format!(
+                            "{name} on {}: its profiling timeslices start {early:.1} s before \
+                             profiling started{}: the profiling delta includes pre-profiling \
+                             (warmup) increments, as with a wrongly tagged baseline scrape",
+                            s.endpoint_url.as_deref().unwrap_or("?"),
+                            jump.map(|j| format!(" (first slice +{j})"))
+                                .unwrap_or_default()
+                        ),
+                    )
+                    .file(server_metrics::FILE)
+                    .field(format!(
+                        "metrics[\"{name}\"].series[].timeslices[0].start_ns"
+                    ))
+                    .expected_found(ps, first)
+                    .effect("early", early, "s"),
+                );
+            }
+        }
+    }
+}
+
+fn resets_in_export(server: &server_metrics::ServerMetricsExport, out: &mut Vec<Finding>) {
+    let phases = [
+        ("metrics", Some(&server.metrics)),
+        ("warmup_metrics", server.warmup_metrics.as_ref()),
+    ];
+    for (section, fams) in phases {
+        let Some(fams) = fams else { continue };
+        for (name, fam) in fams {
+            if fam.kind != MetricType::Histogram {
+                continue;
+            }
+            for s in &fam.series {
+                if s.stats.count.unwrap_or(0.0) > 0.0 && s.buckets.is_none() {
+                    out.push(
+                        Finding::new(
+                            Code::CounterReset,
+                            format!(
+                                "{section}[\"{name}\"] on {} has a count but no buckets: AIPerf \
+                                 drops the buckets when a bucket delta is negative, i.e. the \
+                                 histogram was reset during the phase; its count and sum are \
+                                 clamped and untrustworthy",
+                                s.endpoint_url.as_deref().unwrap_or("?")
+                            ),
+                        )
+                        .file(server_metrics::FILE)
+                        .field(format!("{section}[\"{name}\"].series[].buckets")),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn resets_in_scrapes(scrapes: &[Scrape], out: &mut Vec<Finding>) {
+    // (endpoint, family, labels) -> (last value, line)
+    let mut last: BTreeMap<(String, String, String), (f64, u64)> = BTreeMap::new();
+    let mut reported = BTreeSet::new();
+    let mut ordered: Vec<&Scrape> = scrapes.iter().collect();
+    ordered.sort_by_key(|s| (s.endpoint_url.clone(), s.timestamp_ns));
+    let mut lost: BTreeMap<(String, String), f64> = BTreeMap::new();
+    for s in ordered {
+        for (fam, samples) in &s.metrics {
+            for sample in samples {
+                let Some(v) = sample.cumulative() else {
+                    continue;
+                };
+                let key = (
+                    s.endpoint_url.clone(),
+                    fam.clone(),
+                    format!("{:?}", sample.labels),
+                );
+                if let Some((prev, prev_line)) = last.get(&key).copied() {
+                    if v < prev {
+                        *lost.entry((key.0.clone(), key.1.clone())).or_default() += v;
+                        if reported.insert((key.0.clone(), key.1.clone())) {
+                            out.push(
+                                Finding::new(
+                                    Code::CounterReset,
+                                    format!(
+                                        "{fam} on {} went down from {prev} (line {prev_line}) to \
+                                         {v} (line {}): the server restarted or the series was \
+                                         reset; AIPerf clamps such deltas at 0, so its totals \
+                                         for this metric are too small. Reset-aware, the growth \
+                                         after the reset is at least {v}",
+                                        s.endpoint_url, s.line
+                                    ),
+                                )
+                                .file(crate::artifacts::scrapes::FILE)
+                                .line(s.line)
+                                .field(format!("metrics[\"{fam}\"]"))
+                                .expected_found(format!(">= {prev}"), v)
+                                .effect("drop", prev - v, "count"),
+                            );
+                        }
+                    }
+                }
+                last.insert(key, (v, s.line));
+            }
+        }
+    }
+}
+
+fn advisory(ctx: &Ctx, out: &mut Vec<Finding>) {
+    let Some(v) = ctx.model.aiperf_version.as_deref() else {
+        return;
+    };
+    if (v.starts_with("0.12.") || v.starts_with("0.13.")) && ctx.model.warmup.is_some() {
+        out.push(
+            Finding::new(
+                Code::AiperfVersionAdvisory,
+                format!(
+                    "AIPerf {v} takes the end-of-warmup scrape immediately, with no flush \
+                     barrier before profiling starts, so server observations can cross the \
+                     warmup/profiling boundary. To re-run safely: run warmup as a separate \
+                     invocation, wait for the server's metrics to settle, then profile without \
+                     --warmup-request-count; or export the raw scrapes \
+                     (--server-metrics-formats json jsonl) so the split can be repaired"
+                ),
+            )
+            .file(crate::artifacts::summary::FILE)
+            .field("aiperf_version"),
+        );
+    }
+}
+
+// --- Repair from raw scrapes -----------------------------------------------------------
+
+/// Per-phase results of attributing scrape increments to requests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attribution {
+    profiling: Corrected,
+    warmup: Corrected,
+}
+
+impl Attribution {
+    fn get(&self, phase: Phase) -> Corrected {
+        match phase {
+            Phase::Profiling => self.profiling.clone(),
+            Phase::Warmup => self.warmup.clone(),
+        }
+    }
+}
+
+fn samples<'a>(scrape: &'a Scrape, name: &str) -> Option<&'a Vec<Sample>> {
+    let bare = name.strip_suffix("_total").unwrap_or(name);
+    scrape
+        .metrics
+        .get(bare)
+        .or_else(|| scrape.metrics.get(&format!("{bare}_total")))
+}
+
+/// One scrape of the metric on the endpoint: cumulative count, sum and buckets.
+struct Point {
+    t: u64,
+    count: f64,
+    sum: Option<f64>,
+    buckets: BTreeMap<u64, (f64, f64)>, // le bits (ordered by value) -> (le, count)
+}
+
+fn le_key(le: f64) -> u64 {
+    // Order-preserving for non-negative floats (bucket bounds are >= 0).
+    le.to_bits()
+}
+
+fn points(scrapes: &[Scrape], endpoint: &str, name: &str, role: Option<&str>) -> Vec<Point> {
+    let mut pts: Vec<Point> = scrapes
+        .iter()
+        .filter(|s| s.endpoint_url == endpoint)
+        .filter_map(|s| {
+            let ss = samples(s, name)?;
+            let mut p = Point {
+                t: s.timestamp_ns,
+                count: 0.0,
+                sum: Some(0.0),
+                buckets: BTreeMap::new(),
+            };
+            for x in ss.iter().filter(|x| role_of(&x.labels) == role) {
+                p.count += x.cumulative()?;
+                p.sum = match (p.sum, x.sum) {
+                    (Some(a), Some(b)) => Some(a + b),
+                    _ => None,
+                };
+                for (le, c) in x.buckets.iter().flatten() {
+                    let v = if le == "+Inf" {
+                        f64::INFINITY
+                    } else {
+                        le.parse().ok()?
+                    };
+                    let e = p.buckets.entry(le_key(v)).or_insert((v, 0.0));
+                    e.1 += c;
+                }
+            }
+            Some(p)
+        })
+        .collect();
+    pts.sort_by_key(|p| p.t);
+    pts
+}
+
+struct Candidate {
+    /// Earliest time the server can have published its observation.
+    earliest: u64,
+    event: u64,
+    phase: Phase,
+    /// Passed over in an interval where either phase could have taken the
+    /// increment: whichever increment it gets later could have gone elsewhere.
+    floating: bool,
+}
+
+#[derive(Clone, Copy)]
+struct Increment {
+    phase: Option<Phase>,
+    point: f64,
+    lo: f64,
+    hi: f64,
+    /// Its attribution could have gone to the other phase.
+    uncertain: bool,
+}
+
+/// Attributes each scrape interval's increments to requests, and returns the
+/// per-phase split. `None` when the raw scrapes cannot support it (too few
+/// scrapes, no baseline before the first request, a reset).
+///
+/// A request's observation can appear once the client-side time of its event
+/// (arrival, first token, completion) is within the slack of the scrape; when
+/// the record does not carry that time (TTFT of a non-streaming request), as
+/// soon as the request has started. Within an interval the increments go
+/// first to requests whose event falls in it, then to requests whose event is
+/// past (late publications, oldest first), then to requests still in flight. Where both
+/// phases were eligible for fewer increments than candidates, the choice is
+/// ambiguous: those increments, and the later ones taken by the candidates
+/// passed over, are uncertain, and the phase sums become bounds built from
+/// the bucket ranges of the uncertain increments.
+fn attribute(
+    scrapes: &[Scrape],
+    records: &[Record],
+    endpoint: &str,
+    name: &str,
+    at: ObservedAt,
+    role: Option<&str>,
+    ctx: &Ctx,
+) -> Option<Attribution> {
+    let pts = points(scrapes, endpoint, name, role);
+    if pts.len() < 2 {
+        return None;
+    }
+    let slack = (ctx.settings.phase.match_slack_ms * 1e6) as u64;
+    let mut cands: Vec<Candidate> = records
+        .iter()
+        .filter(|r| r.is_success())
+        .map(|r| {
+            let (event, known) = match at {
+                ObservedAt::Arrival => (r.request_start_ns, true),
+                ObservedAt::FirstToken => match r.first_token_ns() {
+                    Some(t) => (t, true),
+                    None => (r.request_end_ns, false),
+                },
+                ObservedAt::Completion => (r.request_end_ns, true),
+            };
+            let earliest = if known {
+                event.saturating_sub(slack)
+            } else {
+                r.request_start_ns
+            };
+            Candidate {
+                earliest,
+                event,
+                phase: r.phase,
+                floating: false,
+            }
+        })
+        .collect();
+    cands.sort_by_key(|c| (c.earliest, c.event));
+    // The baseline must predate every request, or earlier increments are lost.
+    let first_start = records.iter().map(|r| r.request_start_ns).min();
+    if first_start.is_some_and(|s| s <= pts[0].t) {
+        return None;
+    }
+    let is_hist = pts.iter().all(|p| p.sum.is_some());
+    let mut next = 0usize;
+    let mut pending: Vec<usize> = Vec::new();
+    let mut increments: Vec<Increment> = Vec::new();
+    let mut unattributed = 0u64;
+    for w in pts.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        let dc = b.count - a.count;
+        if dc < -0.5 {
+            return None; // a reset: reported separately, not repaired across
+        }
+        while next < cands.len() && cands[next].earliest <= b.t {
+            pending.push(next);
+            next += 1;
+        }
+        let k = dc.round() as usize;
+        if k == 0 {
+            continue;
+        }
+        let rank = |i: &usize| {
+            let e = cands[*i].event;
+            if e + slack > a.t && e <= b.t + slack {
+                (0, e) // on time
+            } else if e <= a.t {
+                (1, e) // late: owed an observation already
+            } else {
+                (2, e) // in flight
+            }
+        };
+        let mut order = pending.clone();
+        order.sort_by_key(rank);
+        let chosen: Vec<usize> = order.iter().copied().take(k).collect();
+        let phases: BTreeSet<Phase> = pending.iter().map(|i| cands[*i].phase).collect();
+        let ambiguous = pending.len() > k && phases.len() > 1;
+        if ambiguous {
+            for i in order.iter().skip(k) {
+                cands[*i].floating = true;
+            }
+        }
+        unattributed += (k - chosen.len()) as u64;
+        pending.retain(|i| !chosen.contains(i));
+        let dsum = match (a.sum, b.sum) {
+            (Some(x), Some(y)) => y - x,
+            _ => 0.0,
+        };
+        let ranges = increment_ranges(a, b, k, dsum);
+        let point = dsum / k as f64;
+        let mixed_here = chosen
+            .iter()
+            .map(|i| cands[*i].phase)
+            .collect::<BTreeSet<_>>()
+            .len()
+            > 1;
+        for (j, (lo, hi)) in ranges.into_iter().enumerate() {
+            let cand = chosen.get(j).map(|i| &cands[*i]);
+            increments.push(Increment {
+                phase: cand.map(|c| c.phase),
+                point,
+                lo,
+                hi,
+                uncertain: ambiguous || mixed_here || cand.is_some_and(|c| c.floating),
+            });
+        }
+    }
+    let unobserved = pending.len() + (cands.len() - next);
+    let pool: Vec<&Increment> = increments.iter().filter(|x| x.uncertain).collect();
+    let finish = |phase: Phase| {
+        let mine = increments.iter().filter(|x| x.phase == Some(phase));
+        let (mut count, mut point, mut certain, mut n_uncertain) = (0u64, 0.0, 0.0, 0usize);
+        for x in mine {
+            count += 1;
+            point += x.point;
+            if x.uncertain {
+                n_uncertain += 1;
+            } else {
+                certain += x.point;
+            }
+        }
+        let mut los: Vec<f64> = pool.iter().map(|x| x.lo).collect();
+        let mut his: Vec<f64> = pool.iter().map(|x| x.hi).collect();
+        los.sort_by(f64::total_cmp);
+        his.sort_by(|a, b| b.total_cmp(a));
+        let low = certain + los.iter().take(n_uncertain).sum::<f64>();
+        let high = certain + his.iter().take(n_uncertain).sum::<f64>();
+        let bounded = n_uncertain > 0 || unattributed > 0 || unobserved > 0;
+        let (sum, sum_low, sum_high) = if is_hist {
+            (Some(point), Some(low), Some(high).filter(|h| h.is_finite()))
+        } else {
+            (None, None, None)
+        };
+        Corrected {
+            count,
+            sum,
+            sum_low,
+            sum_high,
+            avg: sum.filter(|_| count > 0).map(|s| s / count as f64),
+            exactness: if bounded { "bounded" } else { "exact" },
+        }
+    };
+    Some(Attribution {
+        profiling: finish(Phase::Profiling),
+        warmup: finish(Phase::Warmup),
+    })
+}
+
+/// Value bounds of each of an interval's `k` increments: exact for a single
+/// increment (the sum delta), otherwise the bucket ranges they fell into.
+fn increment_ranges(a: &Point, b: &Point, k: usize, dsum: f64) -> Vec<(f64, f64)> {
+    if k == 1 {
+        return vec![(dsum, dsum)];
+    }
+    let mut ranges = Vec::with_capacity(k);
+    let (mut prev_le, mut prev_c) = (0.0, 0.0);
+    for (le, c) in b.buckets.values() {
+        let before = a.buckets.get(&le_key(*le)).map_or(0.0, |x| x.1);
+        let cum = c - before;
+        let n = (cum - prev_c).round().max(0.0) as usize;
+        ranges.extend(std::iter::repeat_n((prev_le, *le), n));
+        prev_le = *le;
+        prev_c = cum;
+    }
+    ranges.resize(k, (0.0, f64::INFINITY));
+    ranges
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification_matches_the_mirror_cases() {
+        assert_eq!(classify(Some(1.0), Some(-1.0)).0, "late_warmup_observation");
+        assert_eq!(
+            classify(Some(-2.0), Some(2.0)).1,
+            "profiling_lost_to_warmup"
+        );
+        assert_eq!(classify(Some(0.0), Some(4.0)), ("ok", "unexplained_excess"));
+        assert_eq!(
+            classify(Some(-1.0), Some(0.0)),
+            ("unexplained_deficit", "ok")
+        );
+        assert_eq!(classify(Some(0.0), None), ("ok", "ok"));
+        assert_eq!(classify(None, None).0, "unknown");
+    }
+
+    #[test]
+    fn expected_is_a_range_when_requests_failed() {
+        let e = Expected {
+            min: 5,
+            max: 7,
+            source: "records",
+        };
+        assert_eq!(e.deviation(6.0), 0.0);
+        assert_eq!(e.deviation(8.0), 1.0);
+        assert_eq!(e.deviation(3.0), -2.0);
+    }
+}

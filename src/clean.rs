@@ -1,0 +1,338 @@
+//! `artifact-check clean RUN --out DIR`: the per-request table of the records
+//! worth keeping, and the statistics recomputed over them.
+//!
+//! Warmup records are always dropped; cold-connection, failed and first-turn
+//! records on request. Everything goes into DIR, never into the run
+//! directory, and an existing file is only replaced when asked. Each file is
+//! written to a temporary name in DIR and renamed into place, so a reader
+//! never sees half a file.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::artifacts::records::{Metric, Phase, Record};
+use crate::checks::cold_connections::{classify, Temperature, KEY_METRICS};
+use crate::config::Settings;
+use crate::stats;
+
+/// What to drop besides warmup.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Exclusions {
+    /// Drop records classified `cold`.
+    pub cold: bool,
+    /// Drop failed and cancelled records.
+    pub errors: bool,
+    /// Drop the first turn of every session (`turn_index` 0).
+    pub first_turns: bool,
+}
+
+/// Why the clean export could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum CleanError {
+    /// The run has no readable `profile_export.jsonl`.
+    #[error("{0}: no readable profile_export.jsonl; nothing to clean")]
+    NoRecords(PathBuf),
+    /// DIR is the run directory or inside it.
+    #[error("refusing to write into the audited run directory: {out} is inside {run}")]
+    InsideRun {
+        /// The output directory.
+        out: PathBuf,
+        /// The run.
+        run: PathBuf,
+    },
+    /// A file exists and `--force` was not given.
+    #[error("{0} already exists; pass --force to replace it")]
+    Exists(PathBuf),
+    /// Parquet was asked for in a build without it.
+    #[error("Parquet output needs the `parquet` cargo feature: cargo build --release --features parquet")]
+    NoParquet,
+    /// An I/O error on a named path.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+/// A dropped record and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Dropped {
+    /// Line in `profile_export.jsonl`.
+    pub line: u64,
+    /// Its request id.
+    pub x_request_id: Option<String>,
+    /// `warmup`, `cold`, `error`, `first_turn`.
+    pub reasons: Vec<&'static str>,
+}
+
+/// `summary.json` of the clean export.
+#[derive(Debug, Clone, Serialize)]
+pub struct CleanSummary {
+    /// The run.
+    pub run: String,
+    /// Options in force.
+    pub exclude_cold: bool,
+    /// Options in force.
+    pub exclude_errors: bool,
+    /// Options in force.
+    pub exclude_first_turns: bool,
+    /// Records kept.
+    pub kept: usize,
+    /// Kept records whose connection state is unknown (never counted as warm;
+    /// kept because they are not known to be cold).
+    pub kept_unknown_connection: usize,
+    /// Dropped records per reason (a record may have several).
+    pub dropped_by_reason: BTreeMap<&'static str, usize>,
+    /// Every dropped record.
+    pub dropped: Vec<Dropped>,
+    /// Statistics over the kept successful records, per metric tag.
+    pub metrics: BTreeMap<&'static str, stats::Summary>,
+    /// Files written.
+    pub files: Vec<String>,
+}
+
+/// Writes the clean export of `run_dir` into `out`.
+pub fn export(
+    run_dir: &Path,
+    out: &Path,
+    ex: Exclusions,
+    settings: &Settings,
+    parquet: bool,
+    force: bool,
+) -> Result<CleanSummary, CleanError> {
+    if parquet && !cfg!(feature = "parquet") {
+        return Err(CleanError::NoParquet);
+    }
+    let io_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| CleanError::Io { path, source }
+    };
+    let records = crate::artifacts::records::read(&run_dir.join(crate::artifacts::records::FILE))
+        .map_err(|_| CleanError::NoRecords(run_dir.to_path_buf()))?
+        .records;
+    fs::create_dir_all(out).map_err(io_err(out))?;
+    let run_abs = run_dir.canonicalize().map_err(io_err(run_dir))?;
+    let out_abs = out.canonicalize().map_err(io_err(out))?;
+    if out_abs.starts_with(&run_abs) {
+        return Err(CleanError::InsideRun {
+            out: out_abs,
+            run: run_abs,
+        });
+    }
+    let mut names = vec!["requests.csv", "summary.json"];
+    if parquet {
+        names.push("requests.parquet");
+    }
+    for n in &names {
+        let p = out.join(n);
+        if p.exists() && !force {
+            return Err(CleanError::Exists(p));
+        }
+    }
+
+    let mut kept: Vec<&Record> = Vec::new();
+    let mut dropped = Vec::new();
+    let mut by_reason: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut kept_unknown = 0;
+    for r in &records {
+        let temp = classify(r, &settings.cold);
+        let mut reasons = Vec::new();
+        if r.phase == Phase::Warmup {
+            reasons.push("warmup");
+        }
+        if ex.cold && temp == Temperature::Cold {
+            reasons.push("cold");
+        }
+        if ex.errors && !r.is_success() {
+            reasons.push("error");
+        }
+        if ex.first_turns && r.turn_index == Some(0) {
+            reasons.push("first_turn");
+        }
+        if reasons.is_empty() {
+            kept_unknown += usize::from(temp == Temperature::Unknown);
+            kept.push(r);
+        } else {
+            for reason in &reasons {
+                *by_reason.entry(reason).or_default() += 1;
+            }
+            dropped.push(Dropped {
+                line: r.line,
+                x_request_id: r.x_request_id.clone(),
+                reasons,
+            });
+        }
+    }
+    let mut metrics = BTreeMap::new();
+    for &m in KEY_METRICS {
+        let v = stats::sorted(
+            kept.iter()
+                .filter(|r| r.is_success())
+                .filter_map(|r| r.values.get(m)),
+        );
+        if !v.is_empty() {
+            metrics.insert(m.tag(), stats::Summary::of_sorted(&v));
+        }
+    }
+
+    let csv_path = out.join("requests.csv");
+    write_atomic(&csv_path, |w| write_csv(&kept, settings, w)).map_err(io_err(&csv_path))?;
+    #[cfg(feature = "parquet")]
+    if parquet {
+        let p = out.join("requests.parquet");
+        write_atomic(&p, |w| parquet::write(&kept, settings, w)).map_err(io_err(&p))?;
+    }
+    let summary = CleanSummary {
+        run: run_dir.display().to_string(),
+        exclude_cold: ex.cold,
+        exclude_errors: ex.errors,
+        exclude_first_turns: ex.first_turns,
+        kept: kept.len(),
+        kept_unknown_connection: kept_unknown,
+        dropped_by_reason: by_reason,
+        dropped,
+        metrics,
+        files: names
+            .iter()
+            .map(|n| out.join(n).display().to_string())
+            .collect(),
+    };
+    let sp = out.join("summary.json");
+    write_atomic(&sp, |w| {
+        serde_json::to_writer_pretty(&mut *w, &summary).map_err(io::Error::other)?;
+        writeln!(w)
+    })
+    .map_err(io_err(&sp))?;
+    Ok(summary)
+}
+
+/// Columns of the per-request table, after the fixed ones.
+fn header() -> Vec<String> {
+    let mut h: Vec<String> = [
+        "line",
+        "x_request_id",
+        "conversation_id",
+        "session_num",
+        "turn_index",
+        "connection",
+        "success",
+        "request_start_ns",
+        "request_end_ns",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    h.extend(Metric::ALL.iter().map(|m| m.tag().to_string()));
+    h
+}
+
+fn temperature_str(t: Temperature) -> &'static str {
+    match t {
+        Temperature::Cold => "cold",
+        Temperature::Warm => "warm",
+        Temperature::Unknown => "unknown",
+    }
+}
+
+fn write_csv(kept: &[&Record], settings: &Settings, w: &mut dyn Write) -> io::Result<()> {
+    let mut csv = csv::Writer::from_writer(w);
+    csv.write_record(header())?;
+    for r in kept {
+        let opt = |v: Option<String>| v.unwrap_or_default();
+        let mut row = vec![
+            r.line.to_string(),
+            opt(r.x_request_id.clone()),
+            opt(r.conversation_id.clone()),
+            opt(r.session_num.map(|v| v.to_string())),
+            opt(r.turn_index.map(|v| v.to_string())),
+            temperature_str(classify(r, &settings.cold)).to_string(),
+            r.is_success().to_string(),
+            r.request_start_ns.to_string(),
+            r.request_end_ns.to_string(),
+        ];
+        row.extend(
+            Metric::ALL
+                .iter()
+                .map(|m| opt(r.values.get(*m).map(|v| v.to_string()))),
+        );
+        csv.write_record(&row)?;
+    }
+    csv.flush()
+}
+
+/// Writes a file atomically: into a temporary file in the same directory,
+/// synced, then renamed over `path`.
+pub fn write_atomic(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    {
+        let mut buf = io::BufWriter::new(tmp.as_file_mut());
+        write(&mut buf)?;
+        buf.flush()?;
+    }
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(feature = "parquet")]
+mod parquet {
+    use super::*;
+    use polars::prelude::*;
+
+    pub fn write(kept: &[&Record], settings: &Settings, w: &mut dyn Write) -> io::Result<()> {
+        let col_u64 = |name: &str, f: &dyn Fn(&Record) -> Option<u64>| {
+            Column::new(
+                name.into(),
+                kept.iter().map(|r| f(r)).collect::<Vec<Option<u64>>>(),
+            )
+        };
+        let col_str = |name: &str, f: &dyn Fn(&Record) -> Option<String>| {
+            Column::new(
+                name.into(),
+                kept.iter().map(|r| f(r)).collect::<Vec<Option<String>>>(),
+            )
+        };
+        let mut cols = vec![
+            col_u64("line", &|r| Some(r.line)),
+            col_str("x_request_id", &|r| r.x_request_id.clone()),
+            col_str("conversation_id", &|r| r.conversation_id.clone()),
+            col_u64("session_num", &|r| r.session_num),
+            col_u64("turn_index", &|r| r.turn_index.map(u64::from)),
+            col_str("connection", &|r| {
+                Some(temperature_str(classify(r, &settings.cold)).to_string())
+            }),
+            Column::new(
+                "success".into(),
+                kept.iter().map(|r| r.is_success()).collect::<Vec<bool>>(),
+            ),
+            col_u64("request_start_ns", &|r| Some(r.request_start_ns)),
+            col_u64("request_end_ns", &|r| Some(r.request_end_ns)),
+        ];
+        for m in Metric::ALL {
+            cols.push(Column::new(
+                m.tag().into(),
+                kept.iter()
+                    .map(|r| r.values.get(*m))
+                    .collect::<Vec<Option<f64>>>(),
+            ));
+        }
+        let mut df = DataFrame::new(cols).map_err(io::Error::other)?;
+        ParquetWriter::new(w)
+            .finish(&mut df)
+            .map_err(io::Error::other)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,222 @@
+//! Command-line arguments and their resolution into [`Settings`].
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::config::Settings;
+use crate::findings::{Code, Severity};
+use crate::frameworks::ObservedAt;
+use crate::report::Format;
+use crate::CodeFilter;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  no finding at or above the fail level (--fail-on, default error)
+  1  at least one finding at or above the fail level
+  2  the tool could not do its job: bad arguments, a path that does not exist
+     or holds no AIPerf run, or a run none of whose artifacts could be read";
+
+/// Audits AIPerf benchmark result directories before their numbers are trusted.
+#[derive(Debug, Parser)]
+#[command(name = "artifact-check", version, after_help = EXIT_CODES, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// What to do; without a subcommand, audit the PATHs.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Audit options.
+    #[command(flatten)]
+    pub audit: AuditArgs,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write the per-request table of the records worth keeping, and the
+    /// statistics recomputed over them, into a new directory.
+    Clean(CleanArgs),
+    /// List every finding code with its check, severity and meaning.
+    Codes,
+}
+
+/// `artifact-check [OPTIONS] PATH...`
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Run directories, or folders searched recursively for run directories.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Output format [default: table].
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Write the report to FILE (atomically) instead of standard output.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Exit 1 when a finding at or above this severity exists.
+    #[arg(long, value_enum, default_value = "error")]
+    pub fail_on: FailOn,
+    /// Only report these finding codes (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "CODES")]
+    pub select: Vec<String>,
+    /// Never report these finding codes (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "CODES")]
+    pub ignore: Vec<String>,
+    /// Check this many runs in parallel [default: all cores].
+    #[arg(long, short)]
+    pub jobs: Option<usize>,
+    /// Never colour the output (also: the NO_COLOR environment variable).
+    #[arg(long)]
+    pub no_color: bool,
+    /// Thresholds.
+    #[command(flatten)]
+    pub thresholds: Thresholds,
+}
+
+/// Check thresholds; defaults in docs/checks.md.
+#[derive(Debug, Args, Clone, Default)]
+pub struct Thresholds {
+    /// cold_connections: DNS lookup above this many ms makes a request cold [default: 1].
+    #[arg(long, value_name = "MS")]
+    pub cold_dns_ms: Option<f64>,
+    /// cold_connections: TCP+TLS connect above this many ms makes a request cold [default: 1].
+    #[arg(long, value_name = "MS")]
+    pub cold_connect_ms: Option<f64>,
+    /// cold_connections: report a statistic biased by more than this percent [default: 5].
+    #[arg(long, value_name = "PCT")]
+    pub cold_bias_pct: Option<f64>,
+    /// cold_connections: fewer warm records than this are too few to tell [default: 5].
+    #[arg(long, value_name = "N")]
+    pub min_warm_records: Option<usize>,
+    /// prefix_cache: report a server/client gap above this many points [default: 1].
+    #[arg(long, value_name = "PP")]
+    pub cache_gap_pp: Option<f64>,
+    /// prefix_cache: report prefill throughput overstated by more than this percent [default: 10].
+    #[arg(long, value_name = "PCT")]
+    pub prefill_overstatement_pct: Option<f64>,
+    /// phase_contamination: slack when matching scrape increments to requests [default: 20].
+    #[arg(long, value_name = "MS")]
+    pub match_slack_ms: Option<f64>,
+    /// phase_contamination: an extra request-scoped metric, NAME=arrival|first_token|completion
+    /// (repeatable).
+    #[arg(long, value_name = "NAME=WHEN")]
+    pub request_scoped_metric: Vec<String>,
+}
+
+/// `--fail-on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Errors only.
+    Error,
+    /// Warnings and errors.
+    Warning,
+    /// Any finding.
+    Info,
+}
+
+/// `artifact-check clean RUN --out DIR`.
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// The run directory.
+    pub run: PathBuf,
+    /// Directory to write into (created; must not be inside the run).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Drop records that paid for DNS or connect.
+    #[arg(long)]
+    pub exclude_cold: bool,
+    /// Drop failed and cancelled records.
+    #[arg(long)]
+    pub exclude_errors: bool,
+    /// Drop the first turn of every session.
+    #[arg(long)]
+    pub exclude_first_turns: bool,
+    /// Also write requests.parquet (needs the `parquet` cargo feature).
+    #[arg(long)]
+    pub parquet: bool,
+    /// Replace existing files in DIR.
+    #[arg(long)]
+    pub force: bool,
+    /// Thresholds used to classify connections.
+    #[command(flatten)]
+    pub thresholds: Thresholds,
+}
+
+impl Thresholds {
+    /// Applies the given thresholds to `s`; an error names the bad value.
+    pub fn apply(&self, s: &mut Settings) -> Result<(), String> {
+        let non_negative = |name: &str, v: Option<f64>| -> Result<Option<f64>, String> {
+            match v {
+                Some(x) if !(x.is_finite() && x >= 0.0) => {
+                    Err(format!("--{name} must be a non-negative number, not {x}"))
+                }
+                v => Ok(v),
+            }
+        };
+        if let Some(v) = non_negative("cold-dns-ms", self.cold_dns_ms)? {
+            s.cold.dns_ms = v;
+        }
+        if let Some(v) = non_negative("cold-connect-ms", self.cold_connect_ms)? {
+            s.cold.connect_ms = v;
+        }
+        if let Some(v) = non_negative("cold-bias-pct", self.cold_bias_pct)? {
+            s.cold.bias_pct = v;
+        }
+        if let Some(v) = self.min_warm_records {
+            s.cold.min_warm = v;
+        }
+        if let Some(v) = non_negative("cache-gap-pp", self.cache_gap_pp)? {
+            s.prefix.gap_pp = v;
+        }
+        if let Some(v) = non_negative("prefill-overstatement-pct", self.prefill_overstatement_pct)?
+        {
+            s.prefix.prefill_overstatement_pct = v;
+        }
+        if let Some(v) = non_negative("match-slack-ms", self.match_slack_ms)? {
+            s.phase.match_slack_ms = v;
+        }
+        for spec in &self.request_scoped_metric {
+            let (name, when) = spec
+                .split_once('=')
+                .ok_or_else(|| format!("--request-scoped-metric {spec:?}: expected NAME=WHEN"))?;
+            let at = ObservedAt::parse(when).ok_or_else(|| {
+                format!("--request-scoped-metric {spec:?}: WHEN must be arrival, first_token or completion")
+            })?;
+            if name.is_empty() {
+                return Err(format!(
+                    "--request-scoped-metric {spec:?}: empty metric name"
+                ));
+            }
+            s.phase.extra_metrics.push((name.to_string(), at));
+        }
+        Ok(())
+    }
+}
+
+fn parse_codes(flag: &str, codes: &[String]) -> Result<Vec<Code>, String> {
+    codes
+        .iter()
+        .filter(|c| !c.trim().is_empty())
+        .map(|c| {
+            Code::parse(c.trim()).ok_or_else(|| {
+                format!("--{flag}: unknown finding code {c:?} (see `artifact-check codes`)")
+            })
+        })
+        .collect()
+}
+
+impl AuditArgs {
+    /// Resolves the settings and the code filter; an error is a usage error.
+    pub fn resolve(&self) -> Result<(Settings, CodeFilter), String> {
+        let mut s = Settings::default();
+        s.fail_on = match self.fail_on {
+            FailOn::Error => Severity::Error,
+            FailOn::Warning => Severity::Warning,
+            FailOn::Info => Severity::Info,
+        };
+        self.thresholds.apply(&mut s)?;
+        let filter = CodeFilter {
+            select: parse_codes("select", &self.select)?,
+            ignore: parse_codes("ignore", &self.ignore)?,
+        };
+        Ok((s, filter))
+    }
+}

@@ -1,0 +1,107 @@
+//! Finding run directories under the paths the user named.
+//!
+//! A run directory holds at least one of AIPerf's marker files. Runs do not
+//! nest: below a run directory (its `phases/`, `raw_records/`, `logs/`)
+//! nothing is searched, so per-phase exports are never taken for runs of
+//! their own. Symlinked directories are not followed, so a search cannot
+//! loop or leave the tree it was given.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::artifacts::is_run_dir;
+
+/// A path that could not be searched, or held no run.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PathError {
+    /// The path as given.
+    pub path: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// Runs found under `paths`, sorted and de-duplicated, plus the paths that
+/// failed. Every path is searched even when another fails.
+pub fn find_runs(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathError>) {
+    let mut runs = Vec::new();
+    let mut errors = Vec::new();
+    for p in paths {
+        let shown = p.display().to_string();
+        match fs::metadata(p) {
+            Err(e) => errors.push(PathError {
+                path: shown,
+                message: format!("cannot read: {e}"),
+            }),
+            Ok(m) if !m.is_dir() => errors.push(PathError {
+                path: shown,
+                message: "is not a directory (give a run directory or a folder of runs)".into(),
+            }),
+            Ok(_) => {
+                let before = runs.len();
+                walk(p, &mut runs, &mut errors);
+                if runs.len() == before {
+                    errors.push(PathError {
+                        path: shown,
+                        message: format!(
+                            "holds no AIPerf run (no {} below it)",
+                            crate::artifacts::RUN_MARKERS.join(", ")
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    runs.sort();
+    runs.dedup();
+    (runs, errors)
+}
+
+fn walk(dir: &Path, runs: &mut Vec<PathBuf>, errors: &mut Vec<PathError>) {
+    if is_run_dir(dir) {
+        runs.push(dir.to_path_buf());
+        return;
+    }
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            errors.push(PathError {
+                path: dir.display().to_string(),
+                message: format!("cannot list: {e}"),
+            });
+            return;
+        }
+    };
+    let mut subdirs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    subdirs.sort();
+    for d in subdirs {
+        walk(&d, runs, errors);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_runs_without_descending_into_them_and_names_bad_paths() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let run = t.path().join("results/run-1");
+        fs::create_dir_all(run.join("phases/warmup")).expect("mkdir");
+        fs::write(run.join("profile_export.jsonl"), "x").expect("write");
+        fs::write(run.join("phases/warmup/profile_export_aiperf.json"), "{}").expect("write");
+        fs::create_dir_all(t.path().join("empty")).expect("mkdir");
+        let (runs, errors) = find_runs(&[
+            t.path().join("results"),
+            t.path().join("empty"),
+            t.path().join("missing"),
+        ]);
+        assert_eq!(runs, vec![run]);
+        assert_eq!(errors.len(), 2);
+        assert!(errors[0].path.ends_with("empty") && errors[0].message.contains("no AIPerf run"));
+        assert!(errors[1].path.ends_with("missing"));
+    }
+}

@@ -1,0 +1,158 @@
+//! Per-framework server metric names, as data.
+//!
+//! One table of the server metrics that get exactly one observation per
+//! request ([`REQUEST_SCOPED`]), and one of the labels that name a
+//! prefill/decode role ([`ROLE_LABELS`]). Checks look names up here and never
+//! match framework strings themselves. Names are as AIPerf exports them:
+//! histogram base names, counters without `_total` (lookups accept both).
+
+use serde::Serialize;
+
+/// When a server publishes a request-scoped observation. It decides which
+/// record timestamp places the observation in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObservedAt {
+    /// When the request arrives (`request_start_ns`).
+    Arrival,
+    /// When the first token is produced (`request_start_ns` + TTFT).
+    FirstToken,
+    /// When the request finishes (`request_end_ns`).
+    Completion,
+}
+
+impl ObservedAt {
+    /// `arrival`, `first_token` or `completion`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObservedAt::Arrival => "arrival",
+            ObservedAt::FirstToken => "first_token",
+            ObservedAt::Completion => "completion",
+        }
+    }
+
+    /// Parses the string form.
+    pub fn parse(s: &str) -> Option<ObservedAt> {
+        match s {
+            "arrival" => Some(ObservedAt::Arrival),
+            "first_token" => Some(ObservedAt::FirstToken),
+            "completion" => Some(ObservedAt::Completion),
+            _ => None,
+        }
+    }
+}
+
+/// A server metric that gets one observation per request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RequestScoped {
+    /// Exported name.
+    pub name: &'static str,
+    /// Serving framework.
+    pub framework: &'static str,
+    /// When it is observed.
+    pub observed_at: ObservedAt,
+}
+
+macro_rules! scoped {
+    ($( $fw:literal: [ $( $name:literal => $at:ident ),* $(,)? ] )*) => {
+        /// Built-in request-scoped metrics, per framework.
+        pub const REQUEST_SCOPED: &[RequestScoped] = &[
+            $( $( RequestScoped { name: $name, framework: $fw, observed_at: ObservedAt::$at }, )* )*
+        ];
+    };
+}
+
+scoped! {
+    // vLLM V1 records every per-request histogram when the request finishes,
+    // except TTFT, observed when the first token is produced.
+    "vllm": [
+        "vllm:time_to_first_token_seconds" => FirstToken,
+        "vllm:e2e_request_latency_seconds" => Completion,
+        "vllm:request_queue_time_seconds" => Completion,
+        "vllm:request_prefill_time_seconds" => Completion,
+        "vllm:request_decode_time_seconds" => Completion,
+        "vllm:request_inference_time_seconds" => Completion,
+        "vllm:request_prompt_tokens" => Completion,
+        "vllm:request_generation_tokens" => Completion,
+        "vllm:request_params_n" => Completion,
+        "vllm:request_params_max_tokens" => Completion,
+        "vllm:request_max_num_generation_tokens" => Completion,
+        "vllm:request_time_per_output_token_seconds" => Completion,
+        "vllm:request_success" => Completion,
+    ]
+    "sglang": [
+        "sglang:time_to_first_token_seconds" => FirstToken,
+        "sglang:e2e_request_latency_seconds" => Completion,
+        "sglang:queue_time_seconds" => FirstToken,
+        "sglang:num_requests" => Completion,
+    ]
+    // trtllm-serve computes its request histograms from the finished
+    // request's perf metrics, TTFT included.
+    "trtllm": [
+        "trtllm:time_to_first_token_seconds" => Completion,
+        "trtllm:e2e_request_latency_seconds" => Completion,
+        "trtllm:request_queue_time_seconds" => Completion,
+        "trtllm:time_per_output_token_seconds" => Completion,
+        "trtllm:request_success" => Completion,
+    ]
+    "dynamo": [
+        "dynamo_frontend_time_to_first_token_seconds" => FirstToken,
+        "dynamo_frontend_request_duration_seconds" => Completion,
+        "dynamo_frontend_input_sequence_tokens" => Arrival,
+        "dynamo_frontend_output_sequence_tokens" => Completion,
+        "dynamo_frontend_requests" => Completion,
+    ]
+    // The llama.cpp-style exporter of tabbyAPI's metrics PR: every histogram,
+    // TTFT included, is recorded in handle_finish_chunk, at completion.
+    "tabbyapi": [
+        "tabbyapi:time_to_first_token_seconds" => Completion,
+        "tabbyapi:e2e_request_latency_seconds" => Completion,
+        "tabbyapi:request_queue_time_seconds" => Completion,
+        "tabbyapi:request_prefill_time_seconds" => Completion,
+        "tabbyapi:request_decode_time_seconds" => Completion,
+        "tabbyapi:request_prompt_tokens" => Completion,
+        "tabbyapi:request_generation_tokens" => Completion,
+    ]
+}
+
+/// Labels that name the role of a series in a disaggregated (prefill/decode)
+/// deployment. One request is observed once per role.
+pub const ROLE_LABELS: &[&str] = &[
+    "dynamo_component",
+    "disaggregation_mode",
+    "role",
+    "component",
+];
+
+/// Role values that mean "prefill".
+pub const PREFILL_ROLES: &[&str] = &["prefill", "context", "ctx"];
+
+/// The role of a series, from its labels.
+pub fn role_of(labels: &std::collections::BTreeMap<String, String>) -> Option<&str> {
+    ROLE_LABELS
+        .iter()
+        .find_map(|l| labels.get(*l))
+        .map(String::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn table_has_no_duplicates_and_every_framework_has_ttft_or_latency() {
+        let mut names = HashSet::new();
+        for m in REQUEST_SCOPED {
+            assert!(names.insert(m.name), "duplicate {}", m.name);
+            assert!(
+                !m.name.ends_with("_total"),
+                "store counters without _total: {}",
+                m.name
+            );
+        }
+        for fw in ["vllm", "sglang", "trtllm", "dynamo", "tabbyapi"] {
+            assert!(REQUEST_SCOPED.iter().any(|m| m.framework == fw));
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! artifact-check audits the result directories AIPerf writes before anyone
+//! trusts or publishes their numbers.
+//!
+//! The flow is: [`discover::find_runs`] finds run directories under the given
+//! paths; for each run, [`artifacts::load`] reads every artifact with a typed
+//! reader (problems become findings, never panics); [`model::RunModel`]
+//! summarises what the artifacts say happened per phase; the
+//! [`checks`] each return a typed report and their [`findings::Finding`]s;
+//! [`audit`] collects it all into a [`Report`] that [`report`] renders as a
+//! table, JSON, JUnit, Markdown or GitHub annotations. Nothing here prints,
+//! exits or writes into the directories it audits: the binary (`main.rs`)
+//! does the printing and maps [`Report::exit_code`] to the process status.
+
+#![warn(missing_docs)]
+
+pub mod artifacts;
+pub mod checks;
+pub mod clean;
+pub mod cli;
+pub mod config;
+pub mod discover;
+pub mod findings;
+pub mod frameworks;
+pub mod model;
+pub mod report;
+pub mod stats;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::checks::{CheckStatus, Checks, Ctx};
+use crate::config::Settings;
+use crate::discover::PathError;
+use crate::findings::{Code, Finding, Severity};
+use crate::model::{PhaseModel, RunModel};
+
+/// Version of the JSON report's layout (`docs/report-schema.md`).
+pub const REPORT_SCHEMA_VERSION: &str = "1.0";
+
+/// Exit status: nothing at or above the fail level.
+pub const EXIT_OK: i32 = 0;
+/// Exit status: at least one finding at or above the fail level.
+pub const EXIT_FINDINGS: i32 = 1;
+/// Exit status: the tool could not do its job (bad arguments, a path with no
+/// run, an unreadable run).
+pub const EXIT_ERROR: i32 = 2;
+
+/// A run's overall verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// No warning or error finding.
+    Pass,
+    /// Warnings, no errors.
+    Warn,
+    /// At least one error finding.
+    Fail,
+    /// The run could not be read at all.
+    Error,
+}
+
+impl RunStatus {
+    /// Lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Pass => "pass",
+            RunStatus::Warn => "warn",
+            RunStatus::Fail => "fail",
+            RunStatus::Error => "error",
+        }
+    }
+}
+
+/// Everything found about one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// The run directory as found.
+    pub path: String,
+    /// AIPerf version that wrote it.
+    pub aiperf_version: Option<String>,
+    /// Verdict.
+    pub status: RunStatus,
+    /// Per phase kind: configured and realised counts.
+    pub phases: BTreeMap<&'static str, PhaseModel>,
+    /// One entry per check.
+    pub checks: Checks,
+    /// Every finding, in check order.
+    pub findings: Vec<Finding>,
+}
+
+/// Counts over all runs.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    /// Runs audited.
+    pub runs: usize,
+    /// Runs that passed.
+    pub passed: usize,
+    /// Runs with warnings only.
+    pub warned: usize,
+    /// Runs with errors.
+    pub failed: usize,
+    /// Runs that could not be read.
+    pub errored: usize,
+    /// Paths that held no run or could not be searched.
+    pub path_errors: usize,
+    /// Findings by severity.
+    pub findings: BTreeMap<&'static str, usize>,
+    /// The fail level in force.
+    pub fail_on: Severity,
+    /// The process exit code this report maps to.
+    pub exit_code: i32,
+}
+
+/// The whole audit.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Layout version of this document.
+    pub schema_version: &'static str,
+    /// `artifact-check` version.
+    pub tool_version: &'static str,
+    /// Runs, in path order.
+    pub runs: Vec<RunReport>,
+    /// Paths that held no run or could not be searched.
+    pub errors: Vec<PathError>,
+    /// Counts.
+    pub summary: Summary,
+}
+
+impl Report {
+    /// 0, 1 or 2; see [`EXIT_OK`], [`EXIT_FINDINGS`], [`EXIT_ERROR`].
+    pub fn exit_code(&self) -> i32 {
+        self.summary.exit_code
+    }
+}
+
+/// Filters applied to findings before verdicts: `--select` / `--ignore`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CodeFilter {
+    /// When non-empty, only these codes are reported.
+    pub select: Vec<Code>,
+    /// These codes are never reported.
+    pub ignore: Vec<Code>,
+}
+
+impl CodeFilter {
+    /// Whether a finding with `code` is kept.
+    pub fn keeps(&self, code: Code) -> bool {
+        (self.select.is_empty() || self.select.contains(&code)) && !self.ignore.contains(&code)
+    }
+}
+
+/// Audits one run directory.
+pub fn audit_run(dir: &Path, settings: &Settings, filter: &CodeFilter) -> RunReport {
+    let run = artifacts::load(dir);
+    let model = RunModel::build(&run);
+    let ctx = Ctx {
+        run: &run,
+        model: &model,
+        settings,
+    };
+    let (mut checks, findings) = checks::run_all(&ctx);
+    let findings: Vec<Finding> = findings
+        .into_iter()
+        .filter(|f| filter.keeps(f.code))
+        .collect();
+    restatus(&mut checks, &findings);
+    let mut phases = BTreeMap::new();
+    if let Some(w) = model.warmup.clone() {
+        phases.insert("warmup", w);
+    }
+    phases.insert("profiling", model.profiling.clone());
+    let status = if run.unreadable || findings.iter().any(|f| f.code == Code::UnreadableFile) {
+        RunStatus::Error
+    } else {
+        match findings.iter().map(|f| f.severity).max() {
+            Some(Severity::Error) => RunStatus::Fail,
+            Some(Severity::Warning) => RunStatus::Warn,
+            _ => RunStatus::Pass,
+        }
+    };
+    RunReport {
+        path: dir.display().to_string(),
+        aiperf_version: model.aiperf_version.clone(),
+        status,
+        phases,
+        checks,
+        findings,
+    }
+}
+
+/// Check statuses follow the findings that survive the filter.
+fn restatus(checks: &mut Checks, findings: &[Finding]) {
+    let of = |name: &str| {
+        findings
+            .iter()
+            .filter(|f| f.check == name)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let redo = |status: &mut CheckStatus, name: &str, unknown: bool| {
+        *status = CheckStatus::from_findings(&of(name), unknown);
+    };
+    redo(
+        &mut checks.artifacts.status,
+        "artifacts",
+        checks.artifacts.reason.is_some(),
+    );
+    redo(
+        &mut checks.phase_contamination.status,
+        "phase_contamination",
+        checks.phase_contamination.reason.is_some(),
+    );
+    redo(
+        &mut checks.cold_connections.status,
+        "cold_connections",
+        checks.cold_connections.reason.is_some(),
+    );
+    let prefix: Vec<Finding> = of("prefix_cache")
+        .into_iter()
+        .filter(|f| f.code != Code::CacheRateUnknown)
+        .collect();
+    checks.prefix_cache.status =
+        CheckStatus::from_findings(&prefix, checks.prefix_cache.reason.is_some());
+}
+
+/// Audits every run under `paths`, in parallel on the current rayon pool;
+/// the order of the result does not depend on the schedule.
+pub fn audit(paths: &[PathBuf], settings: &Settings, filter: &CodeFilter) -> Report {
+    audit_with_progress(paths, settings, filter, &|| {})
+}
+
+/// [`audit`], calling `tick` after each run (for a progress bar).
+pub fn audit_with_progress(
+    paths: &[PathBuf],
+    settings: &Settings,
+    filter: &CodeFilter,
+    tick: &(dyn Fn() + Sync),
+) -> Report {
+    let (dirs, errors) = discover::find_runs(paths);
+    let runs: Vec<RunReport> = dirs
+        .par_iter()
+        .map(|d| {
+            let r = audit_run(d, settings, filter);
+            tick();
+            r
+        })
+        .collect();
+    let mut summary = Summary {
+        runs: runs.len(),
+        fail_on: settings.fail_on,
+        ..Default::default()
+    };
+    for sev in ["error", "warning", "info"] {
+        summary.findings.insert(sev, 0);
+    }
+    let mut failing = false;
+    for r in &runs {
+        match r.status {
+            RunStatus::Pass => summary.passed += 1,
+            RunStatus::Warn => summary.warned += 1,
+            RunStatus::Fail => summary.failed += 1,
+            RunStatus::Error => summary.errored += 1,
+        }
+        for f in &r.findings {
+            *summary.findings.entry(f.severity.as_str()).or_default() += 1;
+            failing |= f.severity >= settings.fail_on;
+        }
+    }
+    summary.path_errors = errors.len();
+    summary.exit_code = if summary.errored > 0 || !errors.is_empty() {
+        EXIT_ERROR
+    } else if failing {
+        EXIT_FINDINGS
+    } else {
+        EXIT_OK
+    };
+    Report {
+        schema_version: REPORT_SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION"),
+        runs,
+        errors,
+        summary,
+    }
+}

@@ -1,0 +1,133 @@
+//! The run model: what the artifacts say happened, per phase.
+//!
+//! Built once from the parsed artifacts and shared by every check. Phases
+//! are keyed by kind (`warmup`, `profiling`); a run with several profiling
+//! phases aggregates them here, as AIPerf's top-level server metrics do.
+
+use serde::Serialize;
+
+use crate::artifacts::records::{Phase, Record};
+use crate::artifacts::RunArtifacts;
+
+/// What one phase kind looked like.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PhaseModel {
+    /// Configured request count (`input_config.phases[kind].requests`);
+    /// `null` for duration-bound phases or when the config is missing.
+    pub configured_requests: Option<u64>,
+    /// Configured duration (s), for duration-bound phases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub configured_duration_s: Option<f64>,
+    /// Configured concurrency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u64>,
+    /// Records in `profile_export.jsonl`; `null` when the file is missing.
+    pub records: Option<u64>,
+    /// Records without error and not cancelled.
+    pub successful: Option<u64>,
+    /// Records with an error (cancelled ones included).
+    pub errors: Option<u64>,
+    /// Records AIPerf cancelled.
+    pub cancelled: Option<u64>,
+    /// Earliest request start and latest request end over the records (ns).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub records_window_ns: Option<(u64, u64)>,
+    /// The phase window from `server_metrics_export.json` (ns).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_window_ns: Option<(u64, u64)>,
+}
+
+/// The model of one run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RunModel {
+    /// AIPerf version that wrote the run.
+    pub aiperf_version: Option<String>,
+    /// Warmup, when the run had one.
+    pub warmup: Option<PhaseModel>,
+    /// Profiling.
+    pub profiling: PhaseModel,
+}
+
+impl RunModel {
+    /// Builds the model from the artifacts.
+    pub fn build(run: &RunArtifacts) -> RunModel {
+        let aiperf_version = run
+            .summary
+            .as_ref()
+            .and_then(|s| s.aiperf_version.clone())
+            .or_else(|| run.server.as_ref().and_then(|s| s.aiperf_version.clone()));
+        let config = run
+            .summary
+            .as_ref()
+            .and_then(|s| s.input_config.as_ref())
+            .or_else(|| run.server.as_ref().and_then(|s| s.input_config.as_ref()));
+        let records = run.records.as_ref().map(|r| r.records.as_slice());
+        let build = |kind: Phase| {
+            let name = kind.as_str();
+            let mut p = PhaseModel::default();
+            if let Some(c) = config {
+                p.configured_requests = c.configured_requests(name);
+                let mut phases = c.phases_of_kind(name).map(|(_, p)| p).peekable();
+                if phases.peek().is_some() {
+                    let phases: Vec<_> = phases.collect();
+                    p.configured_duration_s = phases
+                        .iter()
+                        .filter_map(|x| x.duration)
+                        .reduce(|a, b| a + b);
+                    p.concurrency = phases.iter().filter_map(|x| x.concurrency).max();
+                } else if let Some(l) = c.loadgen.as_ref() {
+                    p.concurrency = l.concurrency;
+                }
+            }
+            if let Some(records) = records {
+                let mine = records.iter().filter(|r| r.phase == kind);
+                let (mut n, mut ok, mut err, mut canc) = (0, 0, 0, 0);
+                let mut window: Option<(u64, u64)> = None;
+                for r in mine {
+                    n += 1;
+                    ok += u64::from(r.is_success());
+                    err += u64::from(r.error.is_some() || r.was_cancelled);
+                    canc += u64::from(r.was_cancelled);
+                    window = Some(match window {
+                        None => (r.request_start_ns, r.request_end_ns),
+                        Some((a, b)) => (a.min(r.request_start_ns), b.max(r.request_end_ns)),
+                    });
+                }
+                p.records = Some(n);
+                p.successful = Some(ok);
+                p.errors = Some(err);
+                p.cancelled = Some(canc);
+                p.records_window_ns = window;
+            }
+            p.server_window_ns = run
+                .server
+                .as_ref()
+                .and_then(|s| s.window(name))
+                .map(|w| (w.start_ns, w.end_ns));
+            p
+        };
+        let warmup = build(Phase::Warmup);
+        let has_warmup = warmup.configured_requests.is_some()
+            || warmup.configured_duration_s.is_some()
+            || warmup.records.is_some_and(|n| n > 0)
+            || warmup.server_window_ns.is_some();
+        RunModel {
+            aiperf_version,
+            warmup: has_warmup.then_some(warmup),
+            profiling: build(Phase::Profiling),
+        }
+    }
+
+    /// The phase model of a kind.
+    pub fn phase(&self, phase: Phase) -> Option<&PhaseModel> {
+        match phase {
+            Phase::Warmup => self.warmup.as_ref(),
+            Phase::Profiling => Some(&self.profiling),
+        }
+    }
+}
+
+/// Records of one phase.
+pub fn of_phase(records: &[Record], phase: Phase) -> impl Iterator<Item = &Record> {
+    records.iter().filter(move |r| r.phase == phase)
+}

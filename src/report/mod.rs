@@ -1,0 +1,58 @@
+//! Rendering a [`Report`]: one module per format behind [`render`]. The
+//! renderers take the report and a writer and do no other I/O; they never
+//! change what was found.
+
+mod table;
+
+use std::io::{self, Write};
+
+use crate::Report;
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[non_exhaustive]
+pub enum Format {
+    /// Tables for a terminal (the default on a terminal).
+    Table,
+    /// One JSON document; the contract in docs/report-schema.md.
+    Json,
+}
+
+/// Rendering options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Use colour (only on a terminal, never with `NO_COLOR`).
+    pub colour: bool,
+}
+
+/// Writes `report` in `format` to `out`.
+pub fn render(
+    format: Format,
+    report: &Report,
+    opts: Options,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    match format {
+        Format::Table => table::render(report, opts, out),
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::other)?;
+            writeln!(out)
+        }
+    }
+}
+
+/// Formats an optional number, `n/a` when absent.
+pub(crate) fn fmt_opt(v: Option<f64>, decimals: usize) -> String {
+    match v {
+        Some(v) => format!("{v:.decimals$}"),
+        None => "n/a".into(),
+    }
+}
+
+/// Formats a fraction as a percentage.
+pub(crate) fn pct(v: Option<f64>) -> String {
+    match v {
+        Some(v) => format!("{:.2} %", v * 100.0),
+        None => "unknown".into(),
+    }
+}

@@ -1,0 +1,160 @@
+//! Statistics, computed the way AIPerf computes its own summary so that
+//! artifact-check's "all records" figures reproduce AIPerf's published ones:
+//! percentiles by numpy's default linear interpolation over the exact values,
+//! mean as the arithmetic mean. Intervals and tests come from statrs.
+
+use serde::Serialize;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// numpy `percentile(values, q, method="linear")`; `values` need not be sorted.
+pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (q / 100.0) * (sorted.len() - 1) as f64;
+    let lo = rank.floor() as usize;
+    let hi = rank.ceil() as usize;
+    let frac = rank - lo as f64;
+    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * frac)
+}
+
+/// Sorts finite values ascending (non-finite values are dropped).
+pub fn sorted(values: impl IntoIterator<Item = f64>) -> Vec<f64> {
+    let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// Arithmetic mean.
+pub fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// Sample variance (ddof = 1).
+fn variance(values: &[f64], mean: f64) -> Option<f64> {
+    (values.len() >= 2)
+        .then(|| values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (values.len() - 1) as f64)
+}
+
+/// The summary statistics reported per metric.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Summary {
+    /// Number of values.
+    pub count: usize,
+    /// Mean.
+    pub mean: Option<f64>,
+    /// Median.
+    pub p50: Option<f64>,
+    /// 90th percentile.
+    pub p90: Option<f64>,
+    /// 99th percentile.
+    pub p99: Option<f64>,
+}
+
+impl Summary {
+    /// Summarises sorted values.
+    pub fn of_sorted(sorted: &[f64]) -> Summary {
+        Summary {
+            count: sorted.len(),
+            mean: mean(sorted),
+            p50: percentile(sorted, 50.0),
+            p90: percentile(sorted, 90.0),
+            p99: percentile(sorted, 99.0),
+        }
+    }
+
+    /// The named statistic.
+    pub fn get(&self, stat: &str) -> Option<f64> {
+        match stat {
+            "mean" => self.mean,
+            "p50" => self.p50,
+            "p90" => self.p90,
+            "p99" => self.p99,
+            _ => None,
+        }
+    }
+}
+
+/// Welch's t confidence interval for `mean(a) - mean(b)`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DiffInterval {
+    /// Difference of means.
+    pub diff: f64,
+    /// Lower bound.
+    pub low: f64,
+    /// Upper bound.
+    pub high: f64,
+    /// Confidence level (e.g. 0.95).
+    pub level: f64,
+}
+
+impl DiffInterval {
+    /// Whether the interval excludes zero (the difference is larger than noise).
+    pub fn excludes_zero(&self) -> bool {
+        self.low > 0.0 || self.high < 0.0
+    }
+}
+
+/// Welch's interval for the difference of two independent samples' means;
+/// `None` when either side has fewer than two values or no spread at all.
+pub fn welch_interval(a: &[f64], b: &[f64], level: f64) -> Option<DiffInterval> {
+    let (ma, mb) = (mean(a)?, mean(b)?);
+    let (va, vb) = (variance(a, ma)?, variance(b, mb)?);
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let se2 = va / na + vb / nb;
+    let diff = ma - mb;
+    if se2 <= 0.0 {
+        return None;
+    }
+    let df = se2.powi(2) / ((va / na).powi(2) / (na - 1.0) + (vb / nb).powi(2) / (nb - 1.0));
+    let t = StudentsT::new(0.0, 1.0, df)
+        .ok()?
+        .inverse_cdf(0.5 + level / 2.0);
+    let half = t * se2.sqrt();
+    Some(DiffInterval {
+        diff,
+        low: diff - half,
+        high: diff + half,
+        level,
+    })
+}
+
+/// Percent by which `all` differs from `base`: `(all - base) / base * 100`.
+pub fn bias_pct(all: Option<f64>, base: Option<f64>) -> Option<f64> {
+    let (a, b) = (all?, base?);
+    (b != 0.0).then(|| (a - b) / b * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_match_numpy_linear() {
+        // numpy.percentile([1, 2, 3, 4, 10], [50, 90, 99]) == [3.0, 7.6, 9.76]
+        let v = sorted([10.0, 1.0, 3.0, 2.0, 4.0]);
+        assert_eq!(percentile(&v, 50.0), Some(3.0));
+        assert!((percentile(&v, 90.0).unwrap_or(0.0) - 7.6).abs() < 1e-12);
+        assert!((percentile(&v, 99.0).unwrap_or(0.0) - 9.76).abs() < 1e-12);
+        assert_eq!(percentile(&[], 50.0), None);
+        assert_eq!(percentile(&[5.0], 99.0), Some(5.0));
+    }
+
+    #[test]
+    fn welch_interval_separates_clearly_different_samples() {
+        let a = [10.0, 11.0, 9.0, 10.5, 9.5];
+        let b = [1.0, 1.2, 0.8, 1.1, 0.9];
+        let ci = welch_interval(&a, &b, 0.95).expect("interval");
+        assert!(ci.excludes_zero());
+        let same = welch_interval(&a, &a, 0.95).expect("interval");
+        assert!(!same.excludes_zero());
+        assert!(welch_interval(&a, &[1.0], 0.95).is_none());
+    }
+
+    #[test]
+    fn bias_is_relative_to_the_baseline() {
+        assert_eq!(bias_pct(Some(12.0), Some(10.0)), Some(20.0));
+        assert_eq!(bias_pct(Some(12.0), Some(0.0)), None);
+        assert_eq!(bias_pct(None, Some(1.0)), None);
+    }
+}
