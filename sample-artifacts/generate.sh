@@ -37,6 +37,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 start_server() { # scenario port ledger [extra args...]
   local scenario=$1 port=$2 ledger=$3; shift 3
+  rm -f "$ledger"  # a retried run must not inherit the last attempt's ledger
   python3 "$here/servers/mock_server.py" --scenario "$scenario" --port "$port" --ledger "$ledger" "$@" &
   for _ in $(seq 50); do
     if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$port),0.2)" 2>/dev/null; then return 0; fi
@@ -105,43 +106,72 @@ run_cold_tls() {
   finish cold-tls
 }
 
-run_prefix_cache() {
-  local port; port=$(free_port)
-  start_server prefix-cache "$port" "$work/prefix-cache.ledger.jsonl"
-  aiperf_run prefix-cache "http://127.0.0.1:$port" --streaming --concurrency 2 \
+run_prefix_cache() { # name [server args...]
+  local name=$1 port; shift; port=$(free_port)
+  start_server prefix-cache "$port" "$work/$name.ledger.jsonl" "$@"
+  aiperf_run "$name" "http://127.0.0.1:$port" --streaming --concurrency 2 \
     --warmup-request-count 1 --request-count 24 \
     --num-prefix-prompts 1 --prefix-prompt-length 256 \
     --synthetic-input-tokens-mean 48 --synthetic-input-tokens-stddev 0 \
     --output-tokens-mean 8 --output-tokens-stddev 0 --server-metrics-formats json jsonl
   kill %1; wait 2>/dev/null || true
-  finish prefix-cache
+  finish "$name"
 }
 
+# The boundary races below depend on timing. For a run that must show one,
+# retry until its artifacts do, up to 12 times.
+retry_until() { # name python-condition generate-command...
+  local name=$1 cond=$2; shift 2
+  for attempt in $(seq 1 12); do
+    "$@"
+    if python3 -c "$PY_HELPERS
+$cond" "$here/runs/$name"; then return 0; fi
+    echo "$name attempt $attempt: the race did not show; again" >&2
+  done
+  echo "$name: gave up after 12 attempts" >&2; exit 2
+}
+
+PY_HELPERS='
+import json, sys
+run = sys.argv[1]
+export = json.load(open(run + "/server_metrics_export.json"))
+def count(section, metric):
+    return sum(s["stats"].get("count", s["stats"].get("total", 0))
+               for s in export[section][metric]["series"])
+def client_prompt_tokens():
+    total = 0
+    for line in open(run + "/profile_export.jsonl"):
+        r = json.loads(line)
+        if r["metadata"]["benchmark_phase"] == "profiling" and "error" not in r:
+            total += r["metrics"]["usage_prompt_tokens"]["value"]
+    return total
+'
+
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(clean boundary-race late-warmup cold-tls prefix-cache)
+[ ${#targets[@]} -gt 0 ] || targets=(clean boundary-race late-warmup cold-tls prefix-cache prefix-cache-boundary)
 for t in "${targets[@]}"; do
   case "$t" in
     # TTFT (~130 ms) outlasts AIPerf's end-of-warmup scrape: exact split.
     clean) run_clean clean 0.002 ;;
     # TTFT of a few ms: the first profiling first-token observations are
     # published before the end-of-warmup scrape and land in warmup.
-    # The race depends on timing, so retry until the artifacts show it.
-    boundary-race)
-      for attempt in 1 2 3 4 5 6 7 8; do
-        run_clean boundary-race 0.00005
-        if python3 - "$here/runs/boundary-race/server_metrics_export.json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-count = lambda sect: sum(s["stats"].get("count", 0)
-                         for s in d[sect]["vllm:time_to_first_token_seconds"]["series"])
-sys.exit(0 if count("metrics") < 16 else 1)
-PY
-        then break; fi
-        echo "boundary-race attempt $attempt: no observation crossed; again" >&2
-      done ;;
-    late-warmup) run_late_warmup ;;
+    boundary-race) retry_until boundary-race \
+      'sys.exit(0 if count("metrics", "vllm:time_to_first_token_seconds") < 16 else 1)' \
+      run_clean boundary-race 0.00005 ;;
+    # The seed reproducer as the seed reports it: prefill 0 / 6, TTFT 1 / 5.
+    late-warmup) retry_until late-warmup \
+      'ok = count("warmup_metrics", "vllm:time_to_first_token_seconds") == 1 and count("metrics", "vllm:time_to_first_token_seconds") == 5 and count("metrics", "vllm:request_prefill_time_seconds") == 6
+sys.exit(0 if ok else 1)' \
+      run_late_warmup ;;
     cold-tls) run_cold_tls ;;
-    prefix-cache) run_prefix_cache ;;
+    prefix-cache) run_prefix_cache prefix-cache --cache-flush-every 6 ;;
+    # The seed 001 pattern: the end-of-warmup and profiling-start scrapes
+    # complete out of order (the server answers /metrics with variable
+    # latency), the warmup request's tokens enter the profiling counters and
+    # the server's hit rate reads low.
+    prefix-cache-boundary) retry_until prefix-cache-boundary \
+      'sys.exit(0 if count("metrics", "vllm:prompt_tokens") > client_prompt_tokens() else 1)' \
+      run_prefix_cache prefix-cache-boundary --metrics-jitter-ms 40 ;;
     *) echo "unknown run $t" >&2; exit 2 ;;
   esac
 done

@@ -136,50 +136,13 @@ pub fn export(
         }
     }
 
-    let mut kept: Vec<&Record> = Vec::new();
-    let mut dropped = Vec::new();
-    let mut by_reason: BTreeMap<&'static str, usize> = BTreeMap::new();
-    let mut kept_unknown = 0;
-    for r in &records {
-        let temp = classify(r, &settings.cold);
-        let mut reasons = Vec::new();
-        if r.phase == Phase::Warmup {
-            reasons.push("warmup");
-        }
-        if ex.cold && temp == Temperature::Cold {
-            reasons.push("cold");
-        }
-        if ex.errors && !r.is_success() {
-            reasons.push("error");
-        }
-        if ex.first_turns && r.turn_index == Some(0) {
-            reasons.push("first_turn");
-        }
-        if reasons.is_empty() {
-            kept_unknown += usize::from(temp == Temperature::Unknown);
-            kept.push(r);
-        } else {
-            for reason in &reasons {
-                *by_reason.entry(reason).or_default() += 1;
-            }
-            dropped.push(Dropped {
-                line: r.line,
-                x_request_id: r.x_request_id.clone(),
-                reasons,
-            });
-        }
-    }
-    let mut metrics = BTreeMap::new();
-    for &m in KEY_METRICS {
-        let v = stats::sorted(
-            kept.iter()
-                .filter(|r| r.is_success())
-                .filter_map(|r| r.values.get(m)),
-        );
-        if !v.is_empty() {
-            metrics.insert(m.tag(), stats::Summary::of_sorted(&v));
-        }
-    }
+    let Selection {
+        kept,
+        dropped,
+        by_reason,
+        kept_unknown,
+    } = select(&records, ex, settings);
+    let metrics = statistics(&kept);
 
     let csv_path = out.join("requests.csv");
     write_atomic(&csv_path, |w| write_csv(&kept, settings, w)).map_err(io_err(&csv_path))?;
@@ -210,6 +173,72 @@ pub fn export(
     })
     .map_err(io_err(&sp))?;
     Ok(summary)
+}
+
+/// The records a cleaning keeps, and those it drops with their reasons.
+pub struct Selection<'a> {
+    /// Kept records, file order.
+    pub kept: Vec<&'a Record>,
+    /// Dropped records.
+    pub dropped: Vec<Dropped>,
+    /// Dropped records per reason.
+    pub by_reason: BTreeMap<&'static str, usize>,
+    /// Kept records whose connection state is unknown.
+    pub kept_unknown: usize,
+}
+
+/// Applies the cleaning rules: warmup always dropped, the rest on request.
+pub fn select<'a>(records: &'a [Record], ex: Exclusions, settings: &Settings) -> Selection<'a> {
+    let mut sel = Selection {
+        kept: Vec::new(),
+        dropped: Vec::new(),
+        by_reason: BTreeMap::new(),
+        kept_unknown: 0,
+    };
+    for r in records {
+        let temp = classify(r, &settings.cold);
+        let mut reasons = Vec::new();
+        if r.phase == Phase::Warmup {
+            reasons.push("warmup");
+        }
+        if ex.cold && temp == Temperature::Cold {
+            reasons.push("cold");
+        }
+        if ex.errors && !r.is_success() {
+            reasons.push("error");
+        }
+        if ex.first_turns && r.turn_index == Some(0) {
+            reasons.push("first_turn");
+        }
+        if reasons.is_empty() {
+            sel.kept_unknown += usize::from(temp == Temperature::Unknown);
+            sel.kept.push(r);
+        } else {
+            for reason in &reasons {
+                *sel.by_reason.entry(reason).or_default() += 1;
+            }
+            let x_request_id = r.x_request_id.clone();
+            sel.dropped.push(Dropped {
+                line: r.line,
+                x_request_id,
+                reasons,
+            });
+        }
+    }
+    sel
+}
+
+/// Summary statistics of the key metrics over the kept successful records.
+pub fn statistics(kept: &[&Record]) -> BTreeMap<&'static str, stats::Summary> {
+    let mut metrics = BTreeMap::new();
+    for &m in KEY_METRICS {
+        let ok = kept.iter().filter(|r| r.is_success());
+        let v = stats::sorted(ok.filter_map(|r| r.values.get(m)));
+        if !v.is_empty() {
+            metrics.insert(m.tag(), stats::Summary::of_sorted(&v));
+        }
+    }
+    metrics
 }
 
 /// Columns of the per-request table, after the fixed ones.
@@ -329,7 +358,7 @@ mod parquet {
                     .collect::<Vec<Option<f64>>>(),
             ));
         }
-        let mut df = DataFrame::new(cols).map_err(io::Error::other)?;
+        let mut df = DataFrame::new(kept.len(), cols).map_err(io::Error::other)?;
         ParquetWriter::new(w)
             .finish(&mut df)
             .map_err(io::Error::other)?;

@@ -1,10 +1,10 @@
 //! Command-line arguments and their resolution into [`Settings`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::config::Settings;
+use crate::config::{find_config, read_config, FileConfig, Settings};
 use crate::findings::{Code, Severity};
 use crate::frameworks::ObservedAt;
 use crate::report::Format;
@@ -37,6 +37,12 @@ pub enum Command {
     Clean(CleanArgs),
     /// List every finding code with its check, severity and meaning.
     Codes,
+    /// Print the effective configuration (defaults, then the config file) as TOML.
+    Config {
+        /// Read this file instead of searching for artifact-check.toml.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
 }
 
 /// `artifact-check [OPTIONS] PATH...`
@@ -51,9 +57,17 @@ pub struct AuditArgs {
     /// Write the report to FILE (atomically) instead of standard output.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Exit 1 when a finding at or above this severity exists.
-    #[arg(long, value_enum, default_value = "error")]
-    pub fail_on: FailOn,
+    /// Exit 1 when a finding at or above this severity exists [default: error].
+    #[arg(long, value_enum)]
+    pub fail_on: Option<FailOn>,
+    /// Configuration file [default: artifact-check.toml in the current
+    /// directory or its nearest parent that has one].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Check published claims (a TOML file of [[claim]] entries) against the
+    /// artifacts after cleaning; see docs/ci.md.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
     /// Only report these finding codes (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "CODES")]
     pub select: Vec<String>,
@@ -89,6 +103,14 @@ pub struct Thresholds {
     /// prefix_cache: report a server/client gap above this many points [default: 1].
     #[arg(long, value_name = "PP")]
     pub cache_gap_pp: Option<f64>,
+    /// prefix_cache: report AIPerf's overall_usage_prompt_cache_read_pct off the records by
+    /// more than this many points [default: 0.1].
+    #[arg(long, value_name = "PP")]
+    pub client_summary_pp: Option<f64>,
+    /// prefix_cache: report server vs client prompt-token totals differing by more than this
+    /// percent [default: 0.5].
+    #[arg(long, value_name = "PCT")]
+    pub prompt_tokens_pct: Option<f64>,
     /// prefix_cache: report prefill throughput overstated by more than this percent [default: 10].
     #[arg(long, value_name = "PCT")]
     pub prefill_overstatement_pct: Option<f64>,
@@ -166,6 +188,12 @@ impl Thresholds {
         if let Some(v) = non_negative("cache-gap-pp", self.cache_gap_pp)? {
             s.prefix.gap_pp = v;
         }
+        if let Some(v) = non_negative("client-summary-pp", self.client_summary_pp)? {
+            s.prefix.client_summary_pp = v;
+        }
+        if let Some(v) = non_negative("prompt-tokens-pct", self.prompt_tokens_pct)? {
+            s.prefix.prompt_tokens_pct = v;
+        }
         if let Some(v) = non_negative("prefill-overstatement-pct", self.prefill_overstatement_pct)?
         {
             s.prefix.prefill_overstatement_pct = v;
@@ -203,19 +231,81 @@ fn parse_codes(flag: &str, codes: &[String]) -> Result<Vec<Code>, String> {
         .collect()
 }
 
+/// Loads the configuration file: `explicit`, or the nearest
+/// `artifact-check.toml` from the current directory up. `None` when there is none.
+pub fn load_config(explicit: Option<&Path>) -> Result<Option<(PathBuf, FileConfig)>, String> {
+    let path = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+            match find_config(&cwd) {
+                Some(p) => p,
+                None => return Ok(None),
+            }
+        }
+    };
+    read_config(&path).map(|c| Some((path, c)))
+}
+
+fn severity(name: &str) -> Result<Severity, String> {
+    match name {
+        "error" => Ok(Severity::Error),
+        "warning" => Ok(Severity::Warning),
+        "info" => Ok(Severity::Info),
+        other => Err(format!("fail-on: {other:?} is not error, warning or info")),
+    }
+}
+
+/// Defaults with the configuration file applied: the settings, the file (empty
+/// when there is none) and where it was found.
+pub fn settings_from_file(
+    explicit: Option<&Path>,
+) -> Result<(Settings, FileConfig, Option<PathBuf>), String> {
+    let mut s = Settings::default();
+    let (path, file) = match load_config(explicit)? {
+        Some((p, f)) => (Some(p), f),
+        None => (None, FileConfig::default()),
+    };
+    let at = |e: String| match &path {
+        Some(p) => format!("{}: {e}", p.display()),
+        None => e,
+    };
+    file.apply(&mut s).map_err(at)?;
+    if let Some(f) = &file.fail_on {
+        s.fail_on = severity(f).map_err(at)?;
+    }
+    for (flag, codes) in [("select", &file.select), ("ignore", &file.ignore)] {
+        parse_codes(flag, codes.as_deref().unwrap_or_default()).map_err(at)?;
+    }
+    Ok((s, file, path))
+}
+
 impl AuditArgs {
-    /// Resolves the settings and the code filter; an error is a usage error.
+    /// Resolves defaults, then the config file, then the flags, into the
+    /// settings and the code filter; an error is a usage error (exit 2).
     pub fn resolve(&self) -> Result<(Settings, CodeFilter), String> {
-        let mut s = Settings::default();
-        s.fail_on = match self.fail_on {
-            FailOn::Error => Severity::Error,
-            FailOn::Warning => Severity::Warning,
-            FailOn::Info => Severity::Info,
-        };
+        let (mut s, file, _) = settings_from_file(self.config.as_deref())?;
+        if let Some(f) = self.fail_on {
+            s.fail_on = match f {
+                FailOn::Error => Severity::Error,
+                FailOn::Warning => Severity::Warning,
+                FailOn::Info => Severity::Info,
+            };
+        }
         self.thresholds.apply(&mut s)?;
+        let pick = |flag: &Vec<String>, file: &Option<Vec<String>>| {
+            if flag.is_empty() {
+                file.clone().unwrap_or_default()
+            } else {
+                flag.clone()
+            }
+        };
+        if let Some(path) = &self.expect {
+            s.claims = crate::claims::read(path)?;
+        }
         let filter = CodeFilter {
-            select: parse_codes("select", &self.select)?,
-            ignore: parse_codes("ignore", &self.ignore)?,
+            select: parse_codes("select", &pick(&self.select, &file.select))?,
+            ignore: parse_codes("ignore", &pick(&self.ignore, &file.ignore))?,
         };
         Ok((s, filter))
     }

@@ -144,6 +144,11 @@ codes! {
         "prefill_throughput_per_user counts cached tokens that were never prefilled"),
     CacheRateUnknown => ("cache-rate-unknown", "prefix_cache", Info,
         "A hit rate cannot be computed (no cached-token field or no cache counters)"),
+    // --- claims (--expect) ---------------------------------------------------------------
+    ClaimMismatch => ("claim-mismatch", "claims", Error,
+        "A published claim differs from what the cleaned artifacts support beyond its tolerance"),
+    ClaimUnsupported => ("claim-unsupported", "claims", Warning,
+        "A published claim cannot be checked: the artifacts do not carry what it measures"),
 }
 
 impl Serialize for Code {

@@ -15,6 +15,7 @@
 
 pub mod artifacts;
 pub mod checks;
+pub mod claims;
 pub mod clean;
 pub mod cli;
 pub mod config;
@@ -87,6 +88,9 @@ pub struct RunReport {
     pub phases: BTreeMap<&'static str, PhaseModel>,
     /// One entry per check.
     pub checks: Checks,
+    /// Published claims checked (`--expect`), when any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<claims::ClaimResult>,
     /// Every finding, in check order.
     pub findings: Vec<Finding>,
 }
@@ -161,7 +165,13 @@ pub fn audit_run(dir: &Path, settings: &Settings, filter: &CodeFilter) -> RunRep
         model: &model,
         settings,
     };
-    let (mut checks, findings) = checks::run_all(&ctx);
+    let (mut checks, mut findings) = checks::run_all(&ctx);
+    let (claims, mut claim_findings) = if settings.claims.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        claims::evaluate(&settings.claims, ctx.records(), settings)
+    };
+    findings.append(&mut claim_findings);
     let findings: Vec<Finding> = findings
         .into_iter()
         .filter(|f| filter.keeps(f.code))
@@ -187,6 +197,7 @@ pub fn audit_run(dir: &Path, settings: &Settings, filter: &CodeFilter) -> RunRep
         status,
         phases,
         checks,
+        claims,
         findings,
     }
 }
@@ -267,6 +278,21 @@ pub fn audit_with_progress(
         for f in &r.findings {
             *summary.findings.entry(f.severity.as_str()).or_default() += 1;
             failing |= f.severity >= settings.fail_on;
+        }
+    }
+    // A user-named metric that exists in no run is a mistake, not a pass.
+    let mut errors = errors;
+    for (name, _) in &settings.phase.extra_metrics {
+        let bare = name.strip_suffix("_total").unwrap_or(name);
+        let seen = runs.iter().any(|r| {
+            let rows = &r.checks.phase_contamination.metrics;
+            rows.iter().any(|m| m.metric == bare || m.metric == *name)
+        });
+        if !seen && !runs.is_empty() {
+            errors.push(PathError {
+                path: format!("--request-scoped-metric {name}"),
+                message: "this metric exists in no audited run (misspelt?)".into(),
+            });
         }
     }
     summary.path_errors = errors.len();

@@ -17,6 +17,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Clean(args)) => run_clean(&args),
         Some(Command::Codes) => list_codes(),
+        Some(Command::Config { config }) => print_config(config.as_deref()),
         None => run_audit(&cli.audit),
     };
     match result {
@@ -54,7 +55,16 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
             .build_global()
             .context("starting the worker pool")?;
     }
-    let report = artifact_check::audit(&args.paths, &settings, &filter);
+    let bar = progress_bar(&args.paths);
+    let tick = || {
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    };
+    let report = artifact_check::audit_with_progress(&args.paths, &settings, &filter, &tick);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
     let stdout_tty = io::stdout().is_terminal();
     let colour = args.output.is_none()
         && stdout_tty
@@ -72,6 +82,51 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
         }
     }
     Ok(report.exit_code())
+}
+
+/// A progress bar on standard error, only on a terminal and only for work
+/// long enough to need one (more than a handful of runs).
+fn progress_bar(paths: &[std::path::PathBuf]) -> Option<indicatif::ProgressBar> {
+    if !io::stderr().is_terminal() {
+        return None;
+    }
+    let (runs, _) = artifact_check::discover::find_runs(paths);
+    if runs.len() < 20 {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(runs.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} runs ({eta} left)")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    Some(bar)
+}
+
+fn print_config(explicit: Option<&std::path::Path>) -> Result<i32> {
+    let (settings, file, path) = match artifact_check::cli::settings_from_file(explicit) {
+        Ok(x) => x,
+        Err(msg) => {
+            eprintln!("artifact-check: error: {msg}");
+            return Ok(EXIT_ERROR);
+        }
+    };
+    match &path {
+        Some(p) => println!(
+            "# effective configuration: {} over the defaults",
+            p.display()
+        ),
+        None => println!("# effective configuration: the defaults (no artifact-check.toml found)"),
+    }
+    let (select, ignore) = (
+        file.select.unwrap_or_default(),
+        file.ignore.unwrap_or_default(),
+    );
+    let eff = artifact_check::config::FileConfig::effective(&settings, &select, &ignore);
+    print!(
+        "{}",
+        toml::to_string(&eff).context("serializing the configuration")?
+    );
+    Ok(0)
 }
 
 fn run_clean(args: &CleanArgs) -> Result<i32> {

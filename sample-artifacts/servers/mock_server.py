@@ -35,6 +35,7 @@ Scenarios
 
 import argparse
 import json
+import random
 import socket
 import ssl
 import threading
@@ -194,6 +195,10 @@ def make_handler(state):
             if self.path != "/metrics":
                 self.send_error(404)
                 return
+            if args.metrics_jitter_ms:
+                # A busy server answers scrapes with variable latency, so two
+                # scrapes sent close together can complete in either order.
+                time.sleep(random.uniform(0, args.metrics_jitter_ms) / 1000)
             with LOCK:
                 # The seed reproducer exposes exactly two histograms.
                 only = ("ttft", "prefill") if args.scenario == "late-warmup" else None
@@ -233,6 +238,8 @@ def make_handler(state):
             cached = 0
             if args.scenario == "prefix-cache":
                 with LOCK:
+                    if args.cache_flush_every and ordinal % args.cache_flush_every == 0:
+                        state.cache.clear()  # evicted under memory pressure
                     blocks = len(words) // BLOCK
                     for k in range(blocks, 0, -1):
                         if hash(tuple(words[: k * BLOCK])) in state.cache:
@@ -263,7 +270,7 @@ def make_handler(state):
             if ordinal == 1:
                 def late():
                     self.observe(rec, "prefill", "", 0.05)
-                    state.ledger.write(event="late_observation", ordinal=1,
+                    state.ledger.write(event="late_observation", ordinal=1, value=0.05,
                                        x_request_id=rec["x_request_id"],
                                        metric="vllm:request_prefill_time_seconds",
                                        t_ns=time.time_ns())
@@ -397,6 +404,10 @@ def main():
                    help="send Connection: close on every Nth response of a connection")
     p.add_argument("--prefill-s-per-token", type=float, default=0.00005)
     p.add_argument("--itl-s", type=float, default=0.002)
+    p.add_argument("--cache-flush-every", type=int, default=0,
+                   help="prefix-cache: evict the whole cache before every Nth request")
+    p.add_argument("--metrics-jitter-ms", type=float, default=0.0,
+                   help="delay each /metrics answer by a random 0..N ms")
     args = p.parse_args()
     tls = None
     if args.tls_cert:

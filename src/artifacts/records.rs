@@ -76,9 +76,9 @@ macro_rules! record_metrics {
 
         impl RawMetrics {
             fn into_values(self) -> Values {
-                let mut v = [None; N_METRICS];
-                $( v[Metric::$variant as usize] = self.$tag.and_then(|m| m.value); )*
-                Values(v)
+                let mut v = Values::default();
+                $( v.set(Metric::$variant, self.$tag.and_then(|m| m.value)); )*
+                v
             }
         }
     };
@@ -105,18 +105,35 @@ record_metrics! {
 const N_METRICS: usize = Metric::ALL.len();
 
 /// Metric values of one record; `None` = absent (not computable), never 0.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Values([Option<f64>; N_METRICS]);
+///
+/// Stored as plain `f64`s with NaN for "absent" (half the size of
+/// `Option<f64>`: this is the per-record column store of gigabyte runs).
+/// Non-finite values never enter: AIPerf writes them as null, read as absent.
+#[derive(Debug, Clone, Copy)]
+pub struct Values([f64; N_METRICS]);
+
+impl PartialEq for Values {
+    fn eq(&self, other: &Self) -> bool {
+        Metric::ALL.iter().all(|m| self.get(*m) == other.get(*m))
+    }
+}
+
+impl Default for Values {
+    fn default() -> Self {
+        Values([f64::NAN; N_METRICS])
+    }
+}
 
 impl Values {
     /// The value of `m`, if the record has it.
     pub fn get(&self, m: Metric) -> Option<f64> {
-        self.0[m as usize]
+        let v = self.0[m as usize];
+        (!v.is_nan()).then_some(v)
     }
 
-    /// Sets a value (used by tests and by the clean export's recomputation).
+    /// Sets a value; `None` or a non-finite value means absent.
     pub fn set(&mut self, m: Metric, v: Option<f64>) {
-        self.0[m as usize] = v;
+        self.0[m as usize] = v.filter(|x| x.is_finite()).unwrap_or(f64::NAN);
     }
 }
 
@@ -185,17 +202,37 @@ struct RawValue {
 }
 
 fn number_or_skip<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum NumOr {
-        Num(f64),
-        Null(()),
-        Seq(serde::de::IgnoredAny),
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Option<f64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a number, null or an array of numbers")
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+            Ok(v.is_finite().then_some(v))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(Some(v as f64))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Some(v as f64))
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            // Per-chunk arrays (inter_chunk_latency): not a scalar the checks use.
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
     }
-    Ok(match NumOr::deserialize(d)? {
-        NumOr::Num(v) if v.is_finite() => Some(v),
-        _ => None,
-    })
+    d.deserialize_any(V)
 }
 
 #[derive(Deserialize)]
@@ -251,6 +288,9 @@ pub struct RecordsRead {
     pub bytes: u64,
 }
 
+// A `Record` is a few hundred bytes; boxing it would cost an allocation per
+// line on the hot path for a transient vector, so the size difference stays.
+#[allow(clippy::large_enum_variant)]
 enum LineOutcome {
     Record(Record),
     Blank,

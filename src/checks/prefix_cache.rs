@@ -42,7 +42,8 @@ pub struct ClientRate {
     pub records: usize,
 }
 
-fn client_rate<'a>(records: impl Iterator<Item = &'a Record>) -> ClientRate {
+/// Token-weighted client rate over `records` (pass successful ones).
+pub fn client_rate<'a>(records: impl Iterator<Item = &'a Record>) -> ClientRate {
     let mut c = ClientRate::default();
     let mut covered = 0usize;
     for r in records {
@@ -289,10 +290,10 @@ fn evaluate(families: &Families, f: &Formula) -> Option<ServerRate> {
         !prefill_only || role_of(&s.labels).is_some_and(|r| PREFILL_ROLES.contains(&r))
     };
     let num_keep = |s: &server_metrics::Series| {
-        role_ok(s) && f.num_filter.map_or(true, |(k, v)| label_is(k, v)(s))
+        role_ok(s) && f.num_filter.is_none_or(|(k, v)| label_is(k, v)(s))
     };
     let den_keep = |s: &server_metrics::Series| {
-        role_ok(s) && f.den_filter.map_or(true, |(k, v)| label_is(k, v)(s))
+        role_ok(s) && f.den_filter.is_none_or(|(k, v)| label_is(k, v)(s))
     };
     let mut endpoints = Vec::new();
     let numerator = sum_family(families, num_name, &num_keep, &mut endpoints)?;
@@ -705,12 +706,12 @@ struct Crossing<'a> {
 /// profiling requests to start (counted in warmup) or the last to finish
 /// (after the final scrape). The shortest such run of requests whose prompt
 /// tokens sum to the difference exactly is the attribution.
-fn shortest_run<'a>(
-    mut rs: Vec<&'a Record>,
+fn shortest_run(
+    mut rs: Vec<&Record>,
     key: fn(&Record) -> u64,
     latest_first: bool,
     target: f64,
-) -> Option<Vec<&'a Record>> {
+) -> Option<Vec<&Record>> {
     rs.sort_by_key(|r| key(r));
     if latest_first {
         rs.reverse();

@@ -2,10 +2,14 @@
 //! renderers take the report and a writer and do no other I/O; they never
 //! change what was found.
 
+mod github;
+mod junit;
+mod markdown;
 mod table;
 
 use std::io::{self, Write};
 
+use crate::checks::{CheckStatus, Checks};
 use crate::Report;
 
 /// Output formats.
@@ -16,6 +20,12 @@ pub enum Format {
     Table,
     /// One JSON document; the contract in docs/report-schema.md.
     Json,
+    /// JUnit XML: a testsuite per run, a testcase per check.
+    Junit,
+    /// A Markdown summary for a pull request or a CI step summary.
+    Markdown,
+    /// GitHub Actions annotations (`::error file=...::message`).
+    Github,
 }
 
 /// Rendering options.
@@ -38,7 +48,32 @@ pub fn render(
             serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::other)?;
             writeln!(out)
         }
+        Format::Junit => junit::render(report, out),
+        Format::Markdown => markdown::render(report, out),
+        Format::Github => github::render(report, out),
     }
+}
+
+/// Every check's name, status and reason, in report order.
+pub(crate) fn check_statuses(c: &Checks) -> [(&'static str, CheckStatus, Option<String>); 4] {
+    [
+        ("artifacts", c.artifacts.status, c.artifacts.reason.clone()),
+        (
+            "phase_contamination",
+            c.phase_contamination.status,
+            c.phase_contamination.reason.clone(),
+        ),
+        (
+            "cold_connections",
+            c.cold_connections.status,
+            c.cold_connections.reason.clone(),
+        ),
+        (
+            "prefix_cache",
+            c.prefix_cache.status,
+            c.prefix_cache.reason.clone(),
+        ),
+    ]
 }
 
 /// Formats an optional number, `n/a` when absent.

@@ -1,0 +1,236 @@
+//! `--expect FILE`: published claims held to what the artifacts support after
+//! cleaning (warmup, cold-connection and failed requests dropped).
+//!
+//! ```toml
+//! [[claim]]
+//! name = "ttft_p99_ms"          # or time_to_first_token.p99, prefix_cache_hit_rate, ...
+//! value = 152.0
+//! tolerance-pct = 5.0           # relative; or `tolerance = 0.5` (absolute)
+//! ```
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::artifacts::records::{Metric, Phase, Record};
+use crate::checks::prefix_cache;
+use crate::clean::{self, Exclusions};
+use crate::config::Settings;
+use crate::findings::{Code, Finding};
+
+/// What a claim is about.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Quantity {
+    /// A statistic (`mean`, `p50`, `p90`, `p99`) of a per-request metric.
+    Record(Metric, &'static str),
+    /// The clients' token-weighted prefix-cache hit rate (0..1).
+    PrefixCacheHitRate,
+}
+
+/// A parsed claim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claim {
+    /// The name as written.
+    pub name: String,
+    /// What it measures.
+    pub quantity: Quantity,
+    /// The published value.
+    pub value: f64,
+    /// Allowed relative difference (percent).
+    pub tolerance_pct: Option<f64>,
+    /// Allowed absolute difference.
+    pub tolerance: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClaimsFile {
+    claim: Vec<ClaimSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct ClaimSpec {
+    name: String,
+    value: f64,
+    tolerance_pct: Option<f64>,
+    tolerance: Option<f64>,
+}
+
+const STATS: &[&str] = &["mean", "p50", "p90", "p99"];
+
+/// Parses a claim name: `<tag>.<stat>`, the aliases `ttft_<stat>_ms`,
+/// `latency_<stat>_ms`, `itl_<stat>_ms`, or `prefix_cache_hit_rate`.
+pub fn quantity(name: &str) -> Option<Quantity> {
+    if name == "prefix_cache_hit_rate" {
+        return Some(Quantity::PrefixCacheHitRate);
+    }
+    let stat_of = |s: &str| STATS.iter().copied().find(|x| *x == s);
+    if let Some((tag, stat)) = name.rsplit_once('.') {
+        return Some(Quantity::Record(Metric::from_tag(tag)?, stat_of(stat)?));
+    }
+    let rest = name.strip_suffix("_ms")?;
+    let (prefix, stat) = rest.rsplit_once('_')?;
+    let metric = match prefix {
+        "ttft" => Metric::TimeToFirstToken,
+        "latency" => Metric::RequestLatency,
+        "itl" => Metric::InterTokenLatency,
+        _ => return None,
+    };
+    Some(Quantity::Record(metric, stat_of(stat)?))
+}
+
+/// Reads a claims file; any unknown name or key is an error naming it.
+pub fn read(path: &Path) -> Result<Vec<Claim>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file: ClaimsFile = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    file.claim
+        .into_iter()
+        .map(|c| {
+            let quantity = quantity(&c.name).ok_or_else(|| {
+                format!(
+                    "{}: unknown claim {:?} (use <metric>.<mean|p50|p90|p99>, ttft_p99_ms, \
+                     latency_p50_ms, itl_mean_ms, prefix_cache_hit_rate)",
+                    path.display(),
+                    c.name
+                )
+            })?;
+            if c.tolerance.is_none() && c.tolerance_pct.is_none() {
+                return Err(format!(
+                    "{}: claim {:?} has no tolerance or tolerance-pct",
+                    path.display(),
+                    c.name
+                ));
+            }
+            Ok(Claim {
+                name: c.name,
+                quantity,
+                value: c.value,
+                tolerance_pct: c.tolerance_pct,
+                tolerance: c.tolerance,
+            })
+        })
+        .collect()
+}
+
+/// One claim against one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClaimResult {
+    /// The claim's name.
+    pub name: String,
+    /// The published value.
+    pub claimed: f64,
+    /// What the cleaned artifacts give; `null` when they cannot tell.
+    pub supported: Option<f64>,
+    /// claimed - supported.
+    pub difference: Option<f64>,
+    /// (claimed - supported) / supported x 100.
+    pub difference_pct: Option<f64>,
+    /// Within tolerance; `null` when unknown.
+    pub within: Option<bool>,
+}
+
+/// Evaluates the claims on a run's records.
+pub fn evaluate(
+    claims: &[Claim],
+    records: Option<&[Record]>,
+    settings: &Settings,
+) -> (Vec<ClaimResult>, Vec<Finding>) {
+    let mut results = Vec::new();
+    let mut findings = Vec::new();
+    let ex = Exclusions {
+        cold: true,
+        errors: true,
+        first_turns: false,
+    };
+    let sel = records.map(|r| clean::select(r, ex, settings));
+    let stats = sel.as_ref().map(|s| clean::statistics(&s.kept));
+    for c in claims {
+        let supported = match c.quantity {
+            Quantity::Record(m, stat) => stats
+                .as_ref()
+                .and_then(|s| s.get(m.tag()))
+                .and_then(|s| s.get(stat)),
+            Quantity::PrefixCacheHitRate => records.and_then(|rs| {
+                prefix_cache::client_rate(
+                    rs.iter()
+                        .filter(|r| r.phase == Phase::Profiling && r.is_success()),
+                )
+                .hit_rate
+            }),
+        };
+        let difference = supported.map(|s| c.value - s);
+        let difference_pct = supported
+            .filter(|s| *s != 0.0)
+            .map(|s| (c.value - s) / s * 100.0);
+        let within = supported.map(|s| {
+            let abs_ok = c.tolerance.is_some_and(|t| (c.value - s).abs() <= t);
+            let rel_ok = c
+                .tolerance_pct
+                .is_some_and(|t| s != 0.0 && ((c.value - s) / s * 100.0).abs() <= t);
+            abs_ok || rel_ok
+        });
+        match within {
+            Some(false) => findings.push(
+                Finding::new(
+                    Code::ClaimMismatch,
+                    format!(
+                        "claim {} = {} but the cleaned artifacts (warmup, cold and failed requests \
+                         dropped) give {:.6}: {:+.2} %",
+                        c.name,
+                        c.value,
+                        supported.unwrap_or(f64::NAN),
+                        difference_pct.unwrap_or(f64::NAN)
+                    ),
+                )
+                .field(c.name.clone())
+                .expected_found(supported, c.value)
+                .effect("difference", difference.unwrap_or(f64::NAN), "value")
+                .effect("difference_pct", difference_pct.unwrap_or(f64::NAN), "%"),
+            ),
+            None => findings.push(
+                Finding::new(
+                    Code::ClaimUnsupported,
+                    format!(
+                        "claim {}: cannot tell, the artifacts do not carry what it measures",
+                        c.name
+                    ),
+                )
+                .field(c.name.clone()),
+            ),
+            Some(true) => {}
+        }
+        results.push(ClaimResult {
+            name: c.name.clone(),
+            claimed: c.value,
+            supported,
+            difference,
+            difference_pct,
+            within,
+        });
+    }
+    (results, findings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_aliases_parse() {
+        assert_eq!(
+            quantity("ttft_p99_ms"),
+            Some(Quantity::Record(Metric::TimeToFirstToken, "p99"))
+        );
+        assert_eq!(
+            quantity("request_latency.mean"),
+            Some(Quantity::Record(Metric::RequestLatency, "mean"))
+        );
+        assert_eq!(
+            quantity("prefix_cache_hit_rate"),
+            Some(Quantity::PrefixCacheHitRate)
+        );
+        assert_eq!(quantity("ttft_p42_ms"), None);
+        assert_eq!(quantity("nonsense.p99"), None);
+    }
+}

@@ -1,0 +1,87 @@
+//! JUnit XML: one testsuite per run, one testcase per check. Findings at or
+//! above the fail level are the testcase's failure; below it they go to
+//! system-out. A check that could not tell is skipped; a run that could not
+//! be read, and a path that held no run, are errors.
+
+use std::io::{self, Write};
+
+use quick_junit::{NonSuccessKind, Report as JUnit, TestCase, TestCaseStatus, TestSuite};
+
+use super::check_statuses;
+use crate::checks::CheckStatus;
+use crate::findings::Finding;
+use crate::{Report, RunStatus};
+
+fn describe(findings: &[&Finding]) -> String {
+    findings
+        .iter()
+        .map(|f| {
+            let at = match (&f.file, f.line) {
+                (Some(file), Some(line)) => format!(" ({file}:{line})"),
+                (Some(file), None) => format!(" ({file})"),
+                _ => String::new(),
+            };
+            format!(
+                "[{}] {}{at}: {}",
+                f.severity.as_str(),
+                f.code.as_str(),
+                f.message
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Writes the JUnit report.
+pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let fail_on = report.summary.fail_on;
+    let mut junit = JUnit::new("artifact-check");
+    for run in &report.runs {
+        let mut suite = TestSuite::new(run.path.as_str());
+        if run.status == RunStatus::Error {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+            s.set_message("the run could not be read");
+            let all: Vec<&Finding> = run.findings.iter().collect();
+            s.set_description(describe(&all));
+            suite.add_test_case(TestCase::new("read", s));
+        }
+        for (check, status, reason) in check_statuses(&run.checks) {
+            let mine: Vec<&Finding> = run.findings.iter().filter(|f| f.check == check).collect();
+            let (failing, rest): (Vec<&Finding>, Vec<&Finding>) =
+                mine.iter().partition(|f| f.severity >= fail_on);
+            let mut case = if !failing.is_empty() {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(format!(
+                    "{} finding(s) at or above {}",
+                    failing.len(),
+                    fail_on.as_str()
+                ));
+                s.set_type(failing[0].code.as_str());
+                s.set_description(describe(&failing));
+                TestCase::new(check, s)
+            } else if status == CheckStatus::Unknown {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(format!("cannot tell: {}", reason.unwrap_or_default()));
+                TestCase::new(check, s)
+            } else {
+                TestCase::new(check, TestCaseStatus::success())
+            };
+            if !rest.is_empty() {
+                case.set_system_out(describe(&rest));
+            }
+            suite.add_test_case(case);
+        }
+        junit.add_test_suite(suite);
+    }
+    if !report.errors.is_empty() {
+        let mut suite = TestSuite::new("paths");
+        for e in &report.errors {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+            s.set_message(e.message.as_str());
+            suite.add_test_case(TestCase::new(e.path.as_str(), s));
+        }
+        junit.add_test_suite(suite);
+    }
+    junit.serialize(&mut *out).map_err(io::Error::other)?;
+    writeln!(out)
+}

@@ -1,0 +1,188 @@
+//! The command line: the README's commands, exit codes, filters, output
+//! files, many runs at once.
+
+mod common;
+
+use std::fs;
+
+use common::*;
+use serde_json::Value;
+
+const RUNS: &[&str] = &[
+    "boundary-race",
+    "clean",
+    "cold-tls",
+    "late-warmup",
+    "prefix-cache",
+    "prefix-cache-boundary",
+];
+
+/// The README's first command: every sample run gets a report and a verdict.
+#[test]
+fn readme_command_reports_every_sample_run() {
+    let paths: Vec<String> = RUNS
+        .iter()
+        .map(|r| run_dir(r).display().to_string())
+        .collect();
+    let args: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let (stdout, _, code) = cli(&args);
+    for r in RUNS {
+        assert!(
+            stdout.contains(&format!("verdict: {}", run_dir(r).display())),
+            "{r}"
+        );
+    }
+    assert!(stdout.contains(&format!("{} run(s):", RUNS.len())));
+    assert_eq!(code, 1, "some sample runs carry error findings");
+}
+
+/// A folder is searched recursively; the servers/ and ledgers/ folders beside
+/// the runs are not runs and not errors.
+#[test]
+fn a_folder_of_runs_is_searched_recursively() {
+    let (report, code) = json_report(&[&root().join("sample-artifacts")], &[]);
+    assert_eq!(report["runs"].as_array().expect("runs").len(), RUNS.len());
+    assert!(report["errors"].as_array().expect("errors").is_empty());
+    assert_eq!(code, 1);
+}
+
+/// A path that does not exist is named, exit 2, and the other paths are
+/// still checked.
+#[test]
+fn missing_path_is_exit_2_and_others_are_still_checked() {
+    let missing = root().join("no-such-run");
+    let (report, code) = json_report(&[&missing, &run_dir("clean")], &[]);
+    assert_eq!(code, 2);
+    assert_eq!(report["runs"].as_array().expect("runs").len(), 1);
+    let e = &report["errors"][0];
+    assert!(e["path"]
+        .as_str()
+        .unwrap_or_default()
+        .ends_with("no-such-run"));
+    let (_, stderr, code) = cli(&[]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("give at least one PATH"));
+}
+
+/// --fail-on and --ignore change the exit code as documented.
+#[test]
+fn fail_on_and_ignore_change_the_exit_code() {
+    let clean = run_dir("clean").display().to_string();
+    let (_, _, code) = cli(&[&clean]);
+    assert_eq!(code, 0, "clean has warnings only");
+    let (_, _, code) = cli(&["--fail-on", "warning", &clean]);
+    assert_eq!(code, 1);
+    let (_, _, code) = cli(&[
+        "--fail-on",
+        "warning",
+        "--ignore",
+        "phase-window-overlap",
+        &clean,
+    ]);
+    assert_eq!(code, 0);
+    let (_, _, code) = cli(&[
+        "--fail-on",
+        "info",
+        "--ignore",
+        "phase-window-overlap",
+        &clean,
+    ]);
+    assert_eq!(code, 1, "the version advisory is info");
+    let late = run_dir("late-warmup").display().to_string();
+    let (_, _, code) = cli(&[&late]);
+    assert_eq!(code, 1);
+    let (_, _, code) = cli(&["--ignore", "late-warmup-observation", &late]);
+    assert_eq!(code, 0);
+    let (report, _) = json_report(
+        &[&run_dir("late-warmup")],
+        &["--select", "late-warmup-observation"],
+    );
+    let codes: Vec<&Value> = report["runs"][0]["findings"]
+        .as_array()
+        .expect("f")
+        .iter()
+        .map(|f| &f["code"])
+        .collect();
+    assert_eq!(codes, vec!["late-warmup-observation"]);
+}
+
+/// An unknown code or a bad threshold is a usage error (exit 2).
+#[test]
+fn unknown_code_or_bad_threshold_is_exit_2() {
+    let clean = run_dir("clean").display().to_string();
+    let (_, stderr, code) = cli(&["--ignore", "no-such-code", &clean]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("unknown finding code \"no-such-code\""),
+        "{stderr}"
+    );
+    let (_, stderr, code) = cli(&["--cold-bias-pct=-3", &clean]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--cold-bias-pct"), "{stderr}");
+    let (_, stderr, code) = cli(&["--request-scoped-metric", "foo=sometime", &clean]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("arrival, first_token or completion"),
+        "{stderr}"
+    );
+}
+
+/// --output writes the report to a file.
+#[test]
+fn output_file_holds_the_report() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let out = t.path().join("report.json");
+    let (stdout, _, code) = cli(&[
+        "--format",
+        "json",
+        "--output",
+        out.to_str().expect("utf8"),
+        run_dir("clean").to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, 0);
+    assert!(stdout.is_empty());
+    let r: Value = serde_json::from_str(&fs::read_to_string(&out).expect("read")).expect("json");
+    assert_eq!(r["summary"]["runs"], 1);
+    // Nothing else was left in the directory (no temporary file).
+    assert_eq!(fs::read_dir(t.path()).expect("list").count(), 1);
+}
+
+/// Many copies of the samples: the same output with 1 and 2 worker threads.
+#[test]
+fn parallel_output_is_identical_to_serial() {
+    let t = tempfile::tempdir().expect("tempdir");
+    for i in 0..40 {
+        let name = RUNS[i % RUNS.len()];
+        copy_dir(&run_dir(name), &t.path().join(format!("run-{i:03}-{name}")));
+    }
+    let dir = t.path().to_str().expect("utf8");
+    let (a, _, ca) = cli(&["--format", "json", "--jobs", "1", dir]);
+    let (b, _, cb) = cli(&["--format", "json", "--jobs", "2", dir]);
+    assert_eq!(ca, cb);
+    assert_eq!(a, b);
+    let r: Value = serde_json::from_str(&a).expect("json");
+    assert_eq!(r["summary"]["runs"], 40);
+}
+
+/// `artifact-check codes` lists every code once.
+#[test]
+fn codes_subcommand_lists_every_code() {
+    let (stdout, _, code) = cli(&["codes"]);
+    assert_eq!(code, 0);
+    for c in artifact_check::findings::Code::ALL {
+        assert_eq!(
+            stdout
+                .lines()
+                .filter(|l| l.split_whitespace().next() == Some(c.as_str()))
+                .count(),
+            1
+        );
+    }
+}
+
+/// The table output never carries colour codes when not on a terminal.
+#[test]
+fn no_colour_when_not_a_terminal() {
+    let (stdout, _, _) = cli(&[run_dir("late-warmup").to_str().expect("utf8")]);
+    assert!(!stdout.contains('\u{1b}'));
+}

@@ -1,0 +1,194 @@
+//! Configuration file, flags over file, claims (--expect), and the documented
+//! defaults matching the binary.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use assert_cmd::Command;
+use common::*;
+use serde_json::Value;
+
+fn in_dir(dir: &Path, args: &[&str]) -> (String, String, i32) {
+    let out = Command::cargo_bin("artifact-check")
+        .expect("binary")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("runs");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+/// docs/configuration.md shows exactly what `artifact-check config` prints
+/// without a file.
+#[test]
+fn documented_defaults_are_the_binarys() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let (stdout, _, code) = in_dir(t.path(), &["config"]);
+    assert_eq!(code, 0);
+    let doc = fs::read_to_string(root().join("docs/configuration.md")).expect("doc");
+    let block = doc
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("block");
+    let printed: String = stdout.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    assert_eq!(printed, block);
+}
+
+/// The file is found in a parent directory; flags win over it.
+#[test]
+fn file_in_a_parent_applies_and_flags_win() {
+    let t = tempfile::tempdir().expect("tempdir");
+    fs::write(
+        t.path().join("artifact-check.toml"),
+        "fail-on = \"warning\"\n",
+    )
+    .expect("write");
+    let sub = t.path().join("a/b");
+    fs::create_dir_all(&sub).expect("mkdir");
+    let clean = run_dir("clean").display().to_string();
+    let (_, _, code) = in_dir(&sub, &[&clean]);
+    assert_eq!(code, 1, "fail-on = warning from the file");
+    let (_, _, code) = in_dir(&sub, &["--fail-on", "error", &clean]);
+    assert_eq!(code, 0, "the flag wins");
+    let (stdout, _, _) = in_dir(&sub, &["config"]);
+    assert!(stdout.contains("fail-on = \"warning\""));
+    fs::write(
+        t.path().join("artifact-check.toml"),
+        "fail-on = \"warning\"\nignore = [\"phase-window-overlap\"]\n",
+    )
+    .expect("write");
+    let (_, _, code) = in_dir(&sub, &[&clean]);
+    assert_eq!(code, 0, "ignore from the file");
+}
+
+/// Unknown keys, unknown codes and bad values in the file are errors naming them.
+#[test]
+fn bad_config_is_exit_2_naming_the_key() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let clean = run_dir("clean").display().to_string();
+    for (text, needle) in [
+        ("[cold-connections]\nbias = 3.0\n", "unknown field `bias`"),
+        ("ignore = [\"no-such-code\"]\n", "no-such-code"),
+        ("[prefix-cache]\ngap-pp = -1.0\n", "prefix-cache.gap-pp"),
+        ("fail-on = \"sometimes\"\n", "sometimes"),
+    ] {
+        fs::write(t.path().join("artifact-check.toml"), text).expect("write");
+        let (_, stderr, code) = in_dir(t.path(), &[&clean]);
+        assert_eq!(code, 2, "{text}");
+        assert!(stderr.contains(needle), "{text}: {stderr}");
+        assert!(stderr.contains("artifact-check.toml"), "{stderr}");
+    }
+}
+
+/// A request-scoped metric named by the user that exists in no run is an
+/// error; one that exists is compared.
+#[test]
+fn user_metric_must_exist_in_some_run() {
+    let clean = run_dir("clean").display().to_string();
+    let (_, _, code) = cli(&[
+        "--request-scoped-metric",
+        "vllm:no_such_metric=completion",
+        &clean,
+    ]);
+    assert_eq!(code, 2);
+    let (report, code) = json_report(
+        &[&run_dir("clean")],
+        &["--request-scoped-metric", "vllm:prompt_tokens=completion"],
+    );
+    assert_ne!(code, 2);
+    let rows = report["runs"][0]["checks"]["phase_contamination"]["metrics"]
+        .as_array()
+        .expect("rows");
+    assert!(rows
+        .iter()
+        .any(|r| r["metric"] == "vllm:prompt_tokens" && r["framework"] == "user"));
+}
+
+/// --expect: a claim that matches the cleaned artifacts passes, one that does
+/// not fails with its difference; unknown claim names are usage errors.
+#[test]
+fn claims_are_held_to_the_cleaned_artifacts() {
+    let recs = records("cold-tls");
+    let warm: Vec<f64> = recs
+        .iter()
+        .filter(|r| is_profiling_ok(r))
+        .filter(|r| metric(r, "http_req_connection_reused") == Some(1.0))
+        .filter_map(|r| metric(r, "time_to_first_token"))
+        .collect();
+    let all: Vec<f64> = recs
+        .iter()
+        .filter(|r| is_profiling_ok(r))
+        .filter_map(|r| metric(r, "time_to_first_token"))
+        .collect();
+    let (warm_p99, all_p99) = (percentile(&warm, 99.0), percentile(&all, 99.0));
+    let t = tempfile::tempdir().expect("tempdir");
+    let claims = t.path().join("claims.toml");
+    let run = run_dir("cold-tls");
+    // The warm figure passes.
+    fs::write(
+        &claims,
+        format!("[[claim]]\nname = \"ttft_p99_ms\"\nvalue = {warm_p99}\ntolerance-pct = 1.0\n"),
+    )
+    .expect("write");
+    let (report, _) = json_report(
+        &[&run],
+        &[
+            "--expect",
+            claims.to_str().expect("utf8"),
+            "--select",
+            "claim-mismatch",
+        ],
+    );
+    let c = &report["runs"][0]["claims"][0];
+    assert_eq!(c["within"], true);
+    assert!((c["supported"].as_f64().expect("s") - warm_p99).abs() < 1e-9);
+    // AIPerf's published all-records p99 is what the cold requests inflate.
+    fs::write(&claims, format!("[[claim]]\nname = \"time_to_first_token.p99\"\nvalue = {all_p99}\ntolerance-pct = 5.0\n"))
+        .expect("write");
+    let (report, code) = json_report(
+        &[&run],
+        &[
+            "--expect",
+            claims.to_str().expect("utf8"),
+            "--select",
+            "claim-mismatch",
+        ],
+    );
+    assert_eq!(code, 1);
+    let f = findings(&report["runs"][0], "claim-mismatch");
+    assert_eq!(f.len(), 1);
+    assert_eq!(report["runs"][0]["claims"][0]["within"], false);
+    // Unknown names are a usage error.
+    fs::write(
+        &claims,
+        "[[claim]]\nname = \"ttft_p42_ms\"\nvalue = 1\ntolerance = 1\n",
+    )
+    .expect("write");
+    let (_, stderr, code) = cli(&[
+        "--expect",
+        claims.to_str().expect("utf8"),
+        run.to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("unknown claim \"ttft_p42_ms\""), "{stderr}");
+    // The prefix-cache claim is the clients' rate.
+    let pc = run_dir("prefix-cache");
+    let (r, _) = json_report(&[&pc], &[]);
+    let rate = r["runs"][0]["checks"]["prefix_cache"]["client"]["hit_rate"]
+        .as_f64()
+        .expect("rate");
+    fs::write(
+        &claims,
+        format!("[[claim]]\nname = \"prefix_cache_hit_rate\"\nvalue = {rate}\ntolerance = 0.001\n"),
+    )
+    .expect("write");
+    let (report, _) = json_report(&[&pc], &["--expect", claims.to_str().expect("utf8")]);
+    assert_eq!(report["runs"][0]["claims"][0]["within"], Value::Bool(true));
+}

@@ -1,0 +1,112 @@
+//! Every output format on the sample runs.
+
+mod common;
+
+use common::*;
+
+const RUNS: &[&str] = &[
+    "boundary-race",
+    "clean",
+    "cold-tls",
+    "late-warmup",
+    "prefix-cache",
+    "prefix-cache-boundary",
+];
+
+fn all_runs(format: &str, extra: &[&str]) -> (String, i32) {
+    let paths: Vec<String> = RUNS
+        .iter()
+        .map(|r| run_dir(r).display().to_string())
+        .collect();
+    let mut args = vec!["--format", format];
+    args.extend_from_slice(extra);
+    args.extend(paths.iter().map(String::as_str));
+    let (stdout, _, code) = cli(&args);
+    (stdout, code)
+}
+
+/// JUnit parses as XML: one testsuite per run, one testcase per check, and a
+/// failure for each check with findings at or above the fail level.
+#[test]
+fn junit_has_a_suite_per_run_and_the_expected_failures() {
+    let (xml, _) = all_runs("junit", &[]);
+    let (json, _) = all_runs("json", &[]);
+    let report: serde_json::Value = serde_json::from_str(&json).expect("json");
+    let doc = roxmltree::Document::parse(&xml).expect("valid XML");
+    let suites: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testsuite"))
+        .collect();
+    assert_eq!(suites.len(), RUNS.len());
+    let mut expected_failures = 0;
+    for run in report["runs"].as_array().expect("runs") {
+        let checks: std::collections::BTreeSet<&str> = run["findings"]
+            .as_array()
+            .expect("f")
+            .iter()
+            .filter(|f| f["severity"] == "error")
+            .map(|f| f["check"].as_str().expect("check"))
+            .collect();
+        expected_failures += checks.len();
+        let suite = suites
+            .iter()
+            .find(|s| s.attribute("name") == run["path"].as_str())
+            .expect("a suite for the run");
+        let cases = suite
+            .children()
+            .filter(|n| n.has_tag_name("testcase"))
+            .count();
+        assert_eq!(cases, 4);
+        assert_eq!(
+            suite
+                .attribute("failures")
+                .and_then(|f| f.parse::<usize>().ok()),
+            Some(checks.len())
+        );
+    }
+    let failures = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("failure"))
+        .count();
+    assert_eq!(failures, expected_failures);
+    assert!(expected_failures >= 3);
+    let root = doc.root_element();
+    assert_eq!(
+        root.attribute("failures")
+            .and_then(|f| f.parse::<usize>().ok()),
+        Some(expected_failures)
+    );
+}
+
+/// Markdown renders one table row per run.
+#[test]
+fn markdown_has_one_row_per_run() {
+    let (md, _) = all_runs("markdown", &[]);
+    for r in RUNS {
+        let row = format!("| `{}` |", run_dir(r).display());
+        assert_eq!(md.lines().filter(|l| l.starts_with(&row)).count(), 1, "{r}");
+    }
+    assert!(md.starts_with("## artifact-check: 6 run(s)"));
+}
+
+/// GitHub annotations point at the run's file and line, one per finding.
+#[test]
+fn github_annotations_point_at_files() {
+    let (gh, code) = all_runs("github", &[]);
+    let (json, _) = all_runs("json", &[]);
+    let report: serde_json::Value = serde_json::from_str(&json).expect("json");
+    let n: usize = report["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| r["findings"].as_array().expect("f").len())
+        .sum();
+    let annotations: Vec<&str> = gh.lines().filter(|l| l.starts_with("::")).collect();
+    assert_eq!(annotations.len(), n);
+    let late = run_dir("late-warmup").display().to_string();
+    let want = format!("::error file={late}/server_metrics_export.json,title=artifact-check late-warmup-observation::");
+    // The sample paths hold no ':' or ',', so the file property is the path itself.
+    assert!(annotations.iter().any(|a| a.starts_with(&want)), "{gh}");
+    assert!(annotations.iter().all(|a| !a[2..].contains('\n')));
+    assert_eq!(code, 1);
+}

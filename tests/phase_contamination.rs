@@ -1,0 +1,373 @@
+//! phase_contamination on real AIPerf 0.13.0 output, held to the mock
+//! server's ground-truth ledger.
+
+mod common;
+
+use std::collections::HashMap;
+use std::fs;
+
+use common::*;
+use serde_json::{json, Value};
+
+fn rows<'a>(run: &'a Value, metric: &str) -> Vec<&'a Value> {
+    run["checks"]["phase_contamination"]["metrics"]
+        .as_array()
+        .expect("metrics")
+        .iter()
+        .filter(|m| m["metric"] == metric && m["endpoint"] == "all")
+        .collect()
+}
+
+fn row<'a>(run: &'a Value, metric: &str, phase: &str) -> &'a Value {
+    rows(run, metric)
+        .into_iter()
+        .find(|m| m["phase"] == phase)
+        .expect("row")
+}
+
+/// Ground truth: per (metric, phase), the count and sum of the observations
+/// the server published for the requests of that phase.
+fn ledger_truth(name: &str) -> HashMap<(String, String), (u64, f64)> {
+    let phases = phase_of(name);
+    let mut truth: HashMap<(String, String), (u64, f64)> = HashMap::new();
+    for e in ledger(name) {
+        let obs: Vec<(String, f64, String)> = match e["event"].as_str() {
+            Some("request") => {
+                let id = e["x_request_id"].as_str().unwrap_or_default();
+                e["observations"]
+                    .as_array()
+                    .expect("observations")
+                    .iter()
+                    .map(|o| {
+                        (
+                            o["metric"].as_str().expect("metric").to_string(),
+                            o["value"].as_f64().expect("value"),
+                            id.to_string(),
+                        )
+                    })
+                    .collect()
+            }
+            Some("late_observation") => vec![(
+                e["metric"].as_str().expect("metric").to_string(),
+                e["value"].as_f64().expect("value"),
+                e["x_request_id"].as_str().expect("id").to_string(),
+            )],
+            _ => continue,
+        };
+        for (metric, value, id) in obs {
+            let phase = phases.get(&id).cloned().unwrap_or_else(|| "unknown".into());
+            let t = truth.entry((metric, phase)).or_default();
+            t.0 += 1;
+            t.1 += value;
+        }
+    }
+    truth
+}
+
+/// The seed reproducer: 6/0 prefill observations for 5/1 requests are a late
+/// warmup observation, sized, with TTFT as the control.
+#[test]
+fn late_warmup_observation_is_found_sized_and_controlled() {
+    let (run, code) = sample("late-warmup");
+    assert_eq!(code, 1, "an error finding fails the run");
+    let f = findings(&run, "late-warmup-observation");
+    assert_eq!(f.len(), 1);
+    let f = f[0];
+    assert_eq!(f["severity"], "error");
+    assert!(f["message"]
+        .as_str()
+        .unwrap_or_default()
+        .starts_with("vllm:request_prefill_time_seconds"));
+    assert_eq!(f["expected"], json!({"profiling": 5, "warmup": 1}));
+    assert_eq!(f["found"], json!({"profiling": 6.0, "warmup": 0.0}));
+    let effect = |q: &str| {
+        f["effect"]
+            .as_array()
+            .expect("effect")
+            .iter()
+            .find(|e| e["quantity"] == q)
+            .expect(q)["value"]
+            .as_f64()
+            .expect("number")
+    };
+    assert_eq!(effect("profiling_delta"), 1.0);
+    assert_eq!(effect("warmup_delta"), -1.0);
+    assert_eq!(effect("profiling_count_inflation"), 20.0);
+    assert_eq!(
+        run["checks"]["phase_contamination"]["control_metric"],
+        "vllm:time_to_first_token_seconds"
+    );
+    let p = row(&run, "vllm:request_prefill_time_seconds", "profiling");
+    assert_eq!(p["classification"], "late_warmup_observation");
+    assert_eq!(
+        row(&run, "vllm:time_to_first_token_seconds", "profiling")["classification"],
+        "ok"
+    );
+
+    // Ground truth: the ledger's late observation belongs to the warmup
+    // request and was published after the warmup window closed.
+    let late: Vec<Value> = ledger("late-warmup")
+        .into_iter()
+        .filter(|e| e["event"] == "late_observation")
+        .collect();
+    assert_eq!(late.len(), 1);
+    let id = late[0]["x_request_id"].as_str().expect("id");
+    assert_eq!(phase_of("late-warmup")[id], "warmup");
+    let export: Value = serde_json::from_str(
+        &fs::read_to_string(run_dir("late-warmup").join("server_metrics_export.json"))
+            .expect("read"),
+    )
+    .expect("json");
+    let warmup_end = export["summary"]["phase_time_ranges"]["warmup"]["end_ns"]
+        .as_u64()
+        .expect("end");
+    assert!(late[0]["t_ns"].as_u64().expect("t") > warmup_end);
+}
+
+/// With the raw scrapes, the split is repaired to the true 5 / 1, and the
+/// repaired sums hold the ledger's truth within their bounds.
+#[test]
+fn raw_scrapes_repair_the_reproducer_to_five_and_one() {
+    let (run, _) = sample("late-warmup");
+    assert_eq!(
+        run["checks"]["phase_contamination"]["repaired_from_raw_scrapes"],
+        true
+    );
+    let truth = ledger_truth("late-warmup");
+    for phase in ["profiling", "warmup"] {
+        let c = &row(&run, "vllm:request_prefill_time_seconds", phase)["corrected"];
+        let (n, sum) = truth[&(
+            "vllm:request_prefill_time_seconds".to_string(),
+            phase.to_string(),
+        )];
+        assert_eq!(c["count"], n, "{phase}");
+        let (lo, hi) = (
+            c["sum_low"].as_f64().expect("low"),
+            c["sum_high"].as_f64().expect("high"),
+        );
+        assert!(
+            lo - 1e-9 <= sum && sum <= hi + 1e-9,
+            "{phase}: {sum} outside [{lo}, {hi}]"
+        );
+        assert!(c["exactness"] == "exact" || c["exactness"] == "bounded");
+    }
+    assert_eq!(
+        row(&run, "vllm:request_prefill_time_seconds", "profiling")["corrected"]["count"],
+        5
+    );
+    assert_eq!(
+        row(&run, "vllm:request_prefill_time_seconds", "warmup")["corrected"]["count"],
+        1
+    );
+}
+
+/// Without server_metrics_export.jsonl the finding stands but nothing is repaired.
+#[test]
+fn without_raw_scrapes_the_finding_stands_unrepaired() {
+    let (_t, dir) = copy_run("late-warmup");
+    fs::remove_file(dir.join("server_metrics_export.jsonl")).expect("rm");
+    let (report, code) = json_report(&[&dir], &[]);
+    let run = &report["runs"][0];
+    assert_eq!(code, 1);
+    assert_eq!(findings(run, "late-warmup-observation").len(), 1);
+    assert_eq!(
+        run["checks"]["phase_contamination"]["repaired_from_raw_scrapes"],
+        false
+    );
+    assert!(row(run, "vllm:request_prefill_time_seconds", "profiling")
+        .get("corrected")
+        .is_none());
+}
+
+/// A clean run: no error; the windows still overlap, which is a warning that
+/// counts the profiling requests that started before warmup closed.
+#[test]
+fn clean_run_has_no_error_and_the_overlap_is_a_counted_warning() {
+    let (run, code) = sample("clean");
+    assert_eq!(code, 0);
+    assert!(run["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .all(|f| f["severity"] != "error"));
+    for m in run["checks"]["phase_contamination"]["metrics"]
+        .as_array()
+        .expect("rows")
+    {
+        if m["endpoint"] == "all" {
+            assert_eq!(m["classification"], "ok", "{m}");
+        }
+    }
+    let export: Value = serde_json::from_str(
+        &fs::read_to_string(run_dir("clean").join("server_metrics_export.json")).expect("read"),
+    )
+    .expect("json");
+    let we = export["summary"]["phase_time_ranges"]["warmup"]["end_ns"]
+        .as_u64()
+        .expect("we");
+    let ps = export["summary"]["phase_time_ranges"]["profiling"]["start_ns"]
+        .as_u64()
+        .expect("ps");
+    assert!(we > ps, "every AIPerf 0.13.0 run seen so far overlaps");
+    let started = records("clean")
+        .iter()
+        .filter(|r| r["metadata"]["benchmark_phase"] == "profiling")
+        .filter(|r| r["metadata"]["request_start_ns"].as_u64().expect("start") < we)
+        .count();
+    let w = &run["checks"]["phase_contamination"]["windows"];
+    assert_eq!(w["profiling_started_before_warmup_closed"], started);
+    let f = findings(&run, "phase-window-overlap");
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0]["severity"], "warning");
+    assert!(f[0]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains(&format!("{started} profiling request(s) started")));
+}
+
+/// The clean run's repair is exact and equals the ledger, metric by metric.
+#[test]
+fn clean_run_repair_is_exact_and_equals_the_ledger() {
+    let (run, _) = sample("clean");
+    let truth = ledger_truth("clean");
+    let mut checked = 0;
+    for m in run["checks"]["phase_contamination"]["metrics"]
+        .as_array()
+        .expect("rows")
+    {
+        if m["endpoint"] != "all" {
+            continue;
+        }
+        let c = &m["corrected"];
+        assert_eq!(c["exactness"], "exact", "{m}");
+        let key = (
+            m["metric"].as_str().expect("m").to_string(),
+            m["phase"].as_str().expect("p").to_string(),
+        );
+        let (n, sum) = truth[&key];
+        assert_eq!(c["count"], n, "{key:?}");
+        if let Some(s) = c["sum"].as_f64() {
+            assert!(
+                (s - sum).abs() < 1e-6 * sum.max(1.0),
+                "{key:?}: {s} vs {sum}"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 10);
+}
+
+/// Two scrape endpoints, one without traffic: summed, and the idle one noted.
+#[test]
+fn endpoint_without_traffic_is_noted_not_failed() {
+    let (run, _) = sample("clean");
+    let p = &run["checks"]["phase_contamination"];
+    let idle = p["endpoints_without_traffic"].as_array().expect("list");
+    assert_eq!(idle.len(), 1);
+    let per_ep: Vec<&Value> = p["metrics"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|m| m["endpoint"] == idle[0])
+        .collect();
+    assert!(!per_ep.is_empty());
+    assert!(per_ep
+        .iter()
+        .all(|m| m["classification"] == "no_traffic" && m["found_count"] == 0.0));
+}
+
+/// The boundary race: profiling TTFT observations published before the
+/// end-of-warmup scrape are counted in warmup; e2e is the control.
+#[test]
+fn ttft_lost_to_warmup_is_found_with_e2e_as_control() {
+    let (run, code) = sample("boundary-race");
+    assert_eq!(code, 1);
+    let f = findings(&run, "profiling-lost-to-warmup");
+    assert_eq!(f.len(), 1);
+    assert!(f[0]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .starts_with("vllm:time_to_first_token_seconds"));
+    let p = row(&run, "vllm:time_to_first_token_seconds", "profiling");
+    let w = row(&run, "vllm:time_to_first_token_seconds", "warmup");
+    let lost = -p["delta"].as_f64().expect("delta");
+    assert!(lost >= 1.0);
+    assert_eq!(w["delta"].as_f64(), Some(lost));
+    assert_eq!(
+        run["checks"]["phase_contamination"]["control_metric"],
+        "vllm:e2e_request_latency_seconds"
+    );
+    // Ground truth: at least that many profiling TTFT observations were
+    // published before the warmup window closed.
+    let export: Value = serde_json::from_str(
+        &fs::read_to_string(run_dir("boundary-race").join("server_metrics_export.json"))
+            .expect("read"),
+    )
+    .expect("json");
+    let we = export["summary"]["phase_time_ranges"]["warmup"]["end_ns"]
+        .as_u64()
+        .expect("we");
+    let phases = phase_of("boundary-race");
+    let early = ledger("boundary-race")
+        .iter()
+        .filter(|e| e["event"] == "request")
+        .filter(|e| phases[e["x_request_id"].as_str().expect("id")] == "profiling")
+        .flat_map(|e| e["observations"].as_array().expect("obs").clone())
+        .filter(|o| o["metric"] == "vllm:time_to_first_token_seconds")
+        .filter(|o| o["t_ns"].as_u64().expect("t") < we)
+        .count();
+    assert!(
+        early as f64 >= lost,
+        "{early} early observations for {lost} lost"
+    );
+    // The repair puts the true per-phase counts back.
+    let truth = ledger_truth("boundary-race");
+    for (phase, r) in [("profiling", p), ("warmup", w)] {
+        let (n, _) = truth[&(
+            "vllm:time_to_first_token_seconds".to_string(),
+            phase.to_string(),
+        )];
+        assert_eq!(r["corrected"]["count"], n, "{phase}");
+    }
+}
+
+/// Overlapping windows double-count: warmup holds more observations than it
+/// had requests while profiling is right; only warmup figures are affected,
+/// so the finding is a warning.
+#[test]
+fn warmup_excess_from_overlap_is_a_warning() {
+    let (run, _) = sample("cold-tls");
+    let f = findings(&run, "unexplained-excess");
+    assert!(!f.is_empty());
+    for x in &f {
+        assert_eq!(x["severity"], "warning");
+        assert!(x["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("overlap"));
+    }
+    let p = row(&run, "vllm:time_to_first_token_seconds", "profiling");
+    assert_eq!(p["classification"], "ok");
+    let w = row(&run, "vllm:time_to_first_token_seconds", "warmup");
+    assert_eq!(w["classification"], "unexplained_excess");
+    assert_eq!(w["corrected"]["count"], w["expected_count"]["min"]);
+}
+
+/// A run whose warmup window overlaps profiling is flagged that way whether
+/// or not any count is off.
+#[test]
+fn overlap_is_flagged_whether_or_not_counts_are_off() {
+    for name in [
+        "clean",
+        "late-warmup",
+        "boundary-race",
+        "cold-tls",
+        "prefix-cache",
+    ] {
+        let (run, _) = sample(name);
+        let o = run["checks"]["phase_contamination"]["windows"]["overlap_ms"].as_f64();
+        if o.is_some_and(|o| o > 0.0) {
+            assert_eq!(findings(&run, "phase-window-overlap").len(), 1, "{name}");
+        }
+    }
+}
