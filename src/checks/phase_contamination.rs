@@ -626,6 +626,22 @@ impl Problem {
                 ),
                 Code::ProfilingLostToWarmup.severity(),
             ));
+        } else if dp > 0.0 && dw > 0.0 {
+            // Both phases over: the same observations counted twice.
+            let cause = match w.overlap_ms.filter(|o| *o > 0.0) {
+                Some(o) => format!(
+                    "the phase windows overlap by {o:.1} ms, so observations made in the overlap \
+                     are counted in both phases"
+                ),
+                None => "observations counted in both phases, or foreign traffic".into(),
+            };
+            out.push(mk(
+                Code::UnexplainedExcess,
+                format!(
+                    "profiling has {dp} and warmup {dw} more observation(s) than requests: {cause}"
+                ),
+                Code::UnexplainedExcess.severity(),
+            ));
         } else {
             for (phase, d) in [("profiling", dp), ("warmup", dw)] {
                 let hit = phase == "profiling";

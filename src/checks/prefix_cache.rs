@@ -500,7 +500,11 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     let mut server_adjusted = None;
     if let (Some(diff), Some(sp)) = (prompt_token_difference, server_prompt) {
         if client_prompt > 0.0 && (diff / client_prompt * 100.0).abs() > p.prompt_tokens_pct {
-            let crossing = boundary_requests(records, diff);
+            let crossing = boundary_requests(
+                records,
+                diff,
+                ctx.model.profiling.server_window_ns.map(|w| w.0),
+            );
             let attribution = match &crossing {
                 Some(c) => {
                     let ids: Vec<String> = c
@@ -598,7 +602,12 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     }
 
     let prefill_throughput = prefill_groups(ok(Phase::Profiling).collect());
-    for g in prefill_throughput.iter().filter(|g| g.group != "miss") {
+    let all_records = prefill_throughput.first().map_or(0, |g| g.records);
+    // The hit group is reported only when it is not the whole run.
+    let flagged = prefill_throughput
+        .iter()
+        .filter(|g| g.group == "all" || (g.group == "hit" && g.records < all_records));
+    for g in flagged {
         if let Some(o) = g
             .overstatement_pct
             .filter(|o| *o > p.prefill_overstatement_pct)
@@ -697,7 +706,7 @@ fn sanity(server: Option<&server_metrics::ServerMetricsExport>, findings: &mut V
 /// Requests whose prompt tokens account exactly for a server/client difference.
 struct Crossing<'a> {
     phase: Phase,
-    how: &'static str,
+    how: String,
     requests: Vec<&'a Record>,
 }
 
@@ -726,7 +735,11 @@ fn shortest_run(
     None
 }
 
-fn boundary_requests(records: &[Record], diff: f64) -> Option<Crossing<'_>> {
+fn boundary_requests(
+    records: &[Record],
+    diff: f64,
+    profiling_start_ns: Option<u64>,
+) -> Option<Crossing<'_>> {
     let find = |rs, key, rev| shortest_run(rs, key, rev, diff.abs());
     let succ = |phase| {
         records
@@ -736,22 +749,37 @@ fn boundary_requests(records: &[Record], diff: f64) -> Option<Crossing<'_>> {
     };
     if diff > 0.0 {
         let requests = find(succ(Phase::Warmup), |r| r.request_end_ns, true)?;
+        // What the timestamps say about the latest of them.
+        let last_end = requests.iter().map(|r| r.request_end_ns).max().unwrap_or(0);
+        let how = match profiling_start_ns {
+            Some(ps) if last_end > ps => format!(
+                "were the last to finish in warmup, {:.1} ms after profiling started",
+                (last_end - ps) as f64 / 1e6
+            ),
+            Some(ps) => format!(
+                "were the last to finish in warmup, {:.1} ms before profiling started, yet \
+                 after the scrape the profiling counters start from",
+                (ps - last_end) as f64 / 1e6
+            ),
+            None => "were the last to finish in warmup".to_string(),
+        };
         Some(Crossing {
             phase: Phase::Warmup,
-            how: "finished last in warmup, after the profiling window had opened",
+            how,
             requests,
         })
     } else if let Some(requests) = find(succ(Phase::Profiling), |r| r.request_start_ns, false) {
         Some(Crossing {
             phase: Phase::Profiling,
-            how: "started first in profiling, before the warmup window closed",
+            how: "were the first to start in profiling, counted before the warmup window closed"
+                .into(),
             requests,
         })
     } else {
         let requests = find(succ(Phase::Profiling), |r| r.request_end_ns, true)?;
         Some(Crossing {
             phase: Phase::Profiling,
-            how: "finished last in profiling, after the final scrape",
+            how: "were the last to finish in profiling, after the final scrape".into(),
             requests,
         })
     }
