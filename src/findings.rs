@@ -103,6 +103,8 @@ codes! {
         "profile_export_aiperf.json disagrees with the records in profile_export.jsonl"),
     RunIncomplete => ("run-incomplete", "artifacts", Warning,
         "AIPerf marked the run cancelled or incomplete"),
+    SymlinkOutsideRun => ("symlink-outside-run", "artifacts", Warning,
+        "An artifact is a symlink that leads outside the run directory (it was read)"),
     // --- phase_contamination -------------------------------------------------------------
     LateWarmupObservation => ("late-warmup-observation", "phase_contamination", Error,
         "Warmup observations were counted in profiling (profiling +k, warmup -k)"),

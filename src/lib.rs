@@ -22,6 +22,8 @@ pub mod config;
 pub mod discover;
 pub mod findings;
 pub mod frameworks;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod model;
 pub mod report;
 pub mod stats;

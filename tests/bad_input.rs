@@ -301,3 +301,18 @@ fn unreadable_permissions_are_an_error_naming_the_file() {
     assert_eq!(code, 2);
     assert_eq!(findings(&run, "unreadable-file")[0]["file"], JSONL);
 }
+
+/// A symlink out of the run directory is followed but reported.
+#[cfg(unix)]
+#[test]
+fn symlink_out_of_the_run_is_reported() {
+    let (t, dir) = copy_run("clean");
+    let outside = t.path().join("elsewhere.jsonl");
+    fs::rename(dir.join(JSONL), &outside).expect("move");
+    std::os::unix::fs::symlink(&outside, dir.join(JSONL)).expect("symlink");
+    let (run, _) = audit(&dir);
+    let f = findings(&run, "symlink-outside-run");
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0]["file"], JSONL);
+    assert_eq!(parsed(&run), 20);
+}

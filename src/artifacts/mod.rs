@@ -83,6 +83,30 @@ enum Opened {
     Problem(Finding),
 }
 
+/// Opens `name` in the run directory. A symlink is followed, but one that
+/// leads out of the run directory is reported, so the audit never reads
+/// outside the tree it was given without saying so.
+fn open_noting_links(dir: &Path, name: &str, findings: &mut Vec<Finding>) -> Opened {
+    let path = dir.join(name);
+    if fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+        if let (Ok(target), Ok(root)) = (path.canonicalize(), dir.canonicalize()) {
+            if !target.starts_with(&root) {
+                findings.push(
+                    Finding::new(
+                        Code::SymlinkOutsideRun,
+                        format!(
+                            "{name} is a symlink to {}, outside the run directory; it was read",
+                            target.display()
+                        ),
+                    )
+                    .file(name),
+                );
+            }
+        }
+    }
+    open(dir, name)
+}
+
 fn open(dir: &Path, name: &str) -> Opened {
     let path = dir.join(name);
     let meta = match fs::symlink_metadata(&path) {
@@ -126,7 +150,7 @@ fn read_json<T>(
     findings: &mut Vec<Finding>,
     parse: impl FnOnce(&[u8]) -> Result<T, (Option<String>, String)>,
 ) -> Option<T> {
-    let (mut file, len) = match open(dir, name) {
+    let (mut file, len) = match open_noting_links(dir, name, findings) {
         Opened::Missing => return None,
         Opened::Problem(f) => {
             findings.push(f);
@@ -196,13 +220,13 @@ pub fn load(dir: &Path) -> RunArtifacts {
     run.summary = read_json(dir, summary::FILE, f, summary::Summary::parse);
     run.server = read_json(dir, server_metrics::FILE, f, typed);
     run.manifest = read_json(dir, MANIFEST_FILE, f, typed);
-    run.records = match open(dir, records::FILE) {
+    run.records = match open_noting_links(dir, records::FILE, f) {
         Opened::Missing => None,
         Opened::Problem(p) => {
             f.push(p);
             None
         }
-        Opened::File(mut file, _) => match records::read_from(&mut file) {
+        Opened::File(mut file, len) => match records::read_sized(&mut file, Some(len)) {
             Ok(r) => Some(r),
             Err(e) => {
                 f.push(unreadable(records::FILE, &e.to_string()));
@@ -210,7 +234,7 @@ pub fn load(dir: &Path) -> RunArtifacts {
             }
         },
     };
-    run.scrapes = match open(dir, scrapes::FILE) {
+    run.scrapes = match open_noting_links(dir, scrapes::FILE, f) {
         Opened::Missing => None,
         Opened::Problem(p) => {
             f.push(p);

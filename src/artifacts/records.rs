@@ -27,7 +27,7 @@ pub const FILE: &str = "profile_export.jsonl";
 /// Lines longer than this are skipped with a finding instead of buffered.
 pub const MAX_LINE_BYTES: usize = 64 << 20;
 
-const BLOCK_BYTES: usize = 4 << 20;
+const BLOCK_BYTES: usize = 1 << 20;
 
 /// Which phase a record belongs to (`metadata.benchmark_phase`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -160,19 +160,19 @@ pub struct Record {
     /// Turn within the conversation (0 = first).
     pub turn_index: Option<u32>,
     /// The X-Request-ID AIPerf sent.
-    pub x_request_id: Option<String>,
+    pub x_request_id: Option<Box<str>>,
     /// Conversation (session) id.
-    pub conversation_id: Option<String>,
+    pub conversation_id: Option<Box<str>>,
     /// Wall clock when sent (ns).
     pub request_start_ns: u64,
     /// Wall clock of the last response or the error (ns).
     pub request_end_ns: u64,
     /// Streaming: when the first response bytes arrived (ns).
-    pub request_ack_ns: Option<u64>,
+    pub request_ack_ns: Option<std::num::NonZeroU64>,
     /// Cancelled by AIPerf.
     pub was_cancelled: bool,
-    /// Present for failed requests.
-    pub error: Option<RecordError>,
+    /// Present for failed requests (boxed: rare, and records are many).
+    pub error: Option<Box<RecordError>>,
     /// Per-request metrics.
     pub values: Values,
 }
@@ -181,6 +181,14 @@ impl Record {
     /// Succeeded: no error and not cancelled.
     pub fn is_success(&self) -> bool {
         self.error.is_none() && !self.was_cancelled
+    }
+
+    /// The request id, or `line N` when the record has none.
+    pub fn id_or_line(&self) -> String {
+        match &self.x_request_id {
+            Some(id) => id.to_string(),
+            None => format!("line {}", self.line),
+        }
     }
 
     /// Time of first token, from the record's own timestamps and TTFT.
@@ -297,12 +305,18 @@ enum LineOutcome {
     Bad(Finding),
 }
 
-fn parse_line(bytes: &[u8], line: u64, last_unterminated: bool) -> LineOutcome {
+/// Parses one line. `utf8` says the bytes are known to be valid UTF-8 (the
+/// whole block was checked once), which lets serde skip checking each string.
+fn parse_line(bytes: &[u8], line: u64, last_unterminated: bool, utf8: bool) -> LineOutcome {
     let trimmed = bytes.trim_ascii();
     if trimmed.is_empty() {
         return LineOutcome::Blank;
     }
-    match serde_json::from_slice::<RawRecord>(trimmed) {
+    let parsed = match std::str::from_utf8(trimmed).ok().filter(|_| utf8) {
+        Some(text) => serde_json::from_str::<RawRecord>(text),
+        None => serde_json::from_slice::<RawRecord>(trimmed),
+    };
+    match parsed {
         Ok(raw) => match convert(raw, line) {
             Ok(r) => LineOutcome::Record(r),
             Err((field, msg)) => LineOutcome::Bad(
@@ -333,15 +347,26 @@ fn convert(raw: RawRecord, line: u64) -> Result<Record, (String, String)> {
         phase_index: raw.metadata.phase_index,
         session_num: raw.metadata.session_num,
         turn_index: raw.metadata.turn_index,
-        x_request_id: raw.metadata.x_request_id.map(Cow::into_owned),
-        conversation_id: raw.metadata.conversation_id.map(Cow::into_owned),
+        x_request_id: raw
+            .metadata
+            .x_request_id
+            .map(|c| c.into_owned().into_boxed_str()),
+        conversation_id: raw
+            .metadata
+            .conversation_id
+            .map(|c| c.into_owned().into_boxed_str()),
         request_start_ns: raw.metadata.request_start_ns,
         request_end_ns: raw.metadata.request_end_ns,
-        request_ack_ns: raw.metadata.request_ack_ns,
+        request_ack_ns: raw
+            .metadata
+            .request_ack_ns
+            .and_then(std::num::NonZeroU64::new),
         was_cancelled: raw.metadata.was_cancelled,
-        error: raw.error.map(|e| RecordError {
-            code: e.code,
-            kind: e.kind.map(Cow::into_owned),
+        error: raw.error.map(|e| {
+            Box::new(RecordError {
+                code: e.code,
+                kind: e.kind.map(Cow::into_owned),
+            })
         }),
         values: raw.metrics.map(RawMetrics::into_values).unwrap_or_default(),
     })
@@ -398,79 +423,44 @@ fn describe_error(
 /// its content comes back as findings.
 pub fn read(path: &Path) -> io::Result<RecordsRead> {
     let mut file = File::open(path)?;
-    read_from(&mut file)
+    let size = file.metadata().map(|m| m.len()).ok();
+    read_sized(&mut file, size)
 }
 
 /// Reads records from any reader (see [`read`]).
+///
+/// The file is cut into blocks of about 4 MiB that end at a line end. A batch
+/// of blocks (two per worker) is parsed in parallel while the next batch is
+/// read, and block buffers are reused, so the reader neither waits for the
+/// parser nor faults in fresh pages for every block. Memory is bounded by the
+/// batches in flight plus the compact records, not by the file.
 pub fn read_from(input: &mut dyn Read) -> io::Result<RecordsRead> {
+    read_sized(input, None)
+}
+
+/// [`read_from`], told the input's size so the record vector is sized once
+/// (from the first batch's bytes per line) instead of doubling: doubling a
+/// vector of hundreds of thousands of records briefly holds two of them.
+pub fn read_sized(input: &mut dyn Read, size: Option<u64>) -> io::Result<RecordsRead> {
     let mut out = RecordsRead::default();
     let batch_blocks = rayon::current_num_threads().max(1) * 2;
-    let mut carry: Vec<u8> = Vec::new();
-    let mut skipping_long_line = false;
-    let mut next_line: u64 = 1;
-    let mut eof = false;
-    while !eof {
-        // Gather a batch of blocks, each ending at a newline.
-        let mut blocks: Vec<(u64, Vec<u8>)> = Vec::with_capacity(batch_blocks);
-        while blocks.len() < batch_blocks && !eof {
-            let mut buf = std::mem::take(&mut carry);
-            let start = buf.len();
-            buf.resize(start + BLOCK_BYTES, 0);
-            let n = read_full(input, &mut buf[start..])?;
-            buf.truncate(start + n);
-            out.bytes += n as u64;
-            if n == 0 {
-                eof = true;
-            }
-            if skipping_long_line {
-                match memchr::memchr(b'\n', &buf) {
-                    Some(i) => {
-                        skipping_long_line = false;
-                        next_line += 1;
-                        buf.drain(..=i);
-                    }
-                    None => {
-                        buf.clear();
-                        continue;
-                    }
-                }
-            }
-            let cut = if eof {
-                Some(buf.len())
-            } else {
-                memchr::memrchr(b'\n', &buf).map(|i| i + 1)
-            };
-            match cut {
-                Some(cut) => {
-                    carry = buf.split_off(cut);
-                    if !buf.is_empty() {
-                        let lines = memchr::memchr_iter(b'\n', &buf).count() as u64
-                            + u64::from(!buf.ends_with(b"\n"));
-                        blocks.push((next_line, buf));
-                        next_line += lines;
-                    }
-                }
-                None if buf.len() > MAX_LINE_BYTES => {
-                    out.findings.push(
-                        Finding::new(
-                            Code::OversizedLine,
-                            format!(
-                                "line {next_line} is longer than {} MiB; it is skipped",
-                                MAX_LINE_BYTES >> 20
-                            ),
-                        )
-                        .file(FILE)
-                        .line(next_line),
-                    );
-                    skipping_long_line = true;
-                }
-                None => carry = buf,
-            }
-        }
-        let parsed: Vec<Vec<LineOutcome>> = blocks
-            .par_iter()
-            .map(|(first_line, block)| parse_block(block, *first_line, eof))
-            .collect();
+    let mut blocks = BlockReader::new(input);
+    let mut batch = blocks.next_batch(batch_blocks, &mut out.findings)?;
+    while !batch.is_empty() {
+        let is_final = blocks.eof;
+        let (parsed, next) = std::thread::scope(|s| {
+            let parsing = s.spawn(|| {
+                batch
+                    .par_iter()
+                    .map(|b| parse_block(&b.bytes, b.first_line, is_final))
+                    .collect::<Vec<_>>()
+            });
+            let mut read_findings = Vec::new();
+            let next = blocks.next_batch(batch_blocks, &mut read_findings);
+            let parsed = parsing.join();
+            (parsed, next.map(|n| (n, read_findings)))
+        });
+        let parsed = parsed.map_err(|_| io::Error::other("a parser thread panicked"))?;
         for outcome in parsed.into_iter().flatten() {
             match outcome {
                 LineOutcome::Record(r) => out.records.push(r),
@@ -478,12 +468,142 @@ pub fn read_from(input: &mut dyn Read) -> io::Result<RecordsRead> {
                 LineOutcome::Bad(f) => out.findings.push(f),
             }
         }
+        if let (Some(size), true) = (size, out.records.capacity() == 0 && !out.records.is_empty()) {
+            let per_line = blocks.bytes as f64 / (blocks.next_line - 1).max(1) as f64;
+            let estimate = (size as f64 / per_line.max(1.0) * 1.02) as usize + 64;
+            out.records
+                .reserve(estimate.saturating_sub(out.records.len()));
+        }
+        let (next, mut read_findings) = next?;
+        out.findings.append(&mut read_findings);
+        blocks.recycle(std::mem::replace(&mut batch, next));
     }
-    out.lines = next_line - 1;
+    out.lines = blocks.next_line - 1;
+    out.bytes = blocks.bytes;
     Ok(out)
 }
 
+struct Block {
+    first_line: u64,
+    bytes: Vec<u8>,
+}
+
+/// Cuts the input into blocks that end at a line end.
+struct BlockReader<'a> {
+    input: &'a mut dyn Read,
+    carry: Vec<u8>,
+    pool: Vec<Vec<u8>>,
+    next_line: u64,
+    bytes: u64,
+    eof: bool,
+    skipping_long_line: bool,
+}
+
+impl<'a> BlockReader<'a> {
+    fn new(input: &'a mut dyn Read) -> Self {
+        BlockReader {
+            input,
+            carry: Vec::new(),
+            pool: Vec::new(),
+            next_line: 1,
+            bytes: 0,
+            eof: false,
+            skipping_long_line: false,
+        }
+    }
+
+    fn recycle(&mut self, batch: Vec<Block>) {
+        self.pool.extend(batch.into_iter().map(|b| b.bytes));
+    }
+
+    fn next_batch(&mut self, n: usize, findings: &mut Vec<Finding>) -> io::Result<Vec<Block>> {
+        let mut batch = Vec::with_capacity(n);
+        while batch.len() < n && !self.eof {
+            if let Some(b) = self.next_block(findings)? {
+                batch.push(b);
+            }
+        }
+        Ok(batch)
+    }
+
+    /// The next block, or `None` when this read produced no complete line yet.
+    fn next_block(&mut self, findings: &mut Vec<Finding>) -> io::Result<Option<Block>> {
+        let mut buf = self.pool.pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(&self.carry);
+        self.carry.clear();
+        // `read_to_end` fills spare capacity without zeroing it again.
+        let n = (&mut *self.input)
+            .take(BLOCK_BYTES as u64)
+            .read_to_end(&mut buf)?;
+        self.bytes += n as u64;
+        self.eof = n == 0;
+        if self.skipping_long_line {
+            match memchr::memchr(b'\n', &buf) {
+                Some(i) => {
+                    self.skipping_long_line = false;
+                    self.next_line += 1;
+                    buf.drain(..=i);
+                }
+                None => {
+                    self.pool.push(buf);
+                    return Ok(None);
+                }
+            }
+        }
+        let cut = if self.eof {
+            Some(buf.len())
+        } else {
+            memchr::memrchr(b'\n', &buf).map(|i| i + 1)
+        };
+        match cut {
+            Some(cut) => {
+                self.carry.extend_from_slice(&buf[cut..]);
+                buf.truncate(cut);
+                if buf.is_empty() {
+                    self.pool.push(buf);
+                    return Ok(None);
+                }
+                let lines = memchr::memchr_iter(b'\n', &buf).count() as u64
+                    + u64::from(!buf.ends_with(b"\n"));
+                let block = Block {
+                    first_line: self.next_line,
+                    bytes: buf,
+                };
+                self.next_line += lines;
+                Ok(Some(block))
+            }
+            None if buf.len() > MAX_LINE_BYTES => {
+                findings.push(
+                    Finding::new(
+                        Code::OversizedLine,
+                        format!(
+                            "line {} is longer than {} MiB; it is skipped",
+                            self.next_line,
+                            MAX_LINE_BYTES >> 20
+                        ),
+                    )
+                    .file(FILE)
+                    .line(self.next_line),
+                );
+                self.skipping_long_line = true;
+                self.pool.push(buf);
+                Ok(None)
+            }
+            None => {
+                // No line end yet: keep everything for the next read.
+                std::mem::swap(&mut self.carry, &mut buf);
+                self.pool.push(buf);
+                Ok(None)
+            }
+        }
+    }
+}
+
 fn parse_block(block: &[u8], first_line: u64, is_final_batch: bool) -> Vec<LineOutcome> {
+    // One UTF-8 check for the whole block; lines of a block that fails it are
+    // checked one by one, so only the bad line is reported.
+    let utf8 = std::str::from_utf8(block).is_ok();
     let mut outcomes = Vec::with_capacity(block.len() / 1024 + 1);
     let mut line = first_line;
     let mut rest = block;
@@ -492,24 +612,11 @@ fn parse_block(block: &[u8], first_line: u64, is_final_batch: bool) -> Vec<LineO
             Some(i) => (&rest[..i], &rest[i + 1..], true),
             None => (rest, &rest[rest.len()..], false),
         };
-        outcomes.push(parse_line(this, line, is_final_batch && !terminated));
+        outcomes.push(parse_line(this, line, is_final_batch && !terminated, utf8));
         line += 1;
         rest = next;
     }
     outcomes
-}
-
-fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match input.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 #[cfg(test)]

@@ -212,11 +212,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     let cold_request_ids = profiling
         .iter()
         .filter(|r| classify(r, s) == Temperature::Cold)
-        .map(|r| {
-            r.x_request_id
-                .clone()
-                .unwrap_or_else(|| format!("line {}", r.line))
-        })
+        .map(|r| r.id_or_line())
         .collect();
     let shares = (c.records > 0).then(|| Shares {
         cold: c.cold as f64 / c.records as f64,

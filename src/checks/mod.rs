@@ -83,24 +83,27 @@ pub struct Checks {
     pub prefix_cache: prefix_cache::Report,
 }
 
-/// Runs every check, in a fixed order.
+/// Runs every check. They are independent, so they run in parallel; their
+/// findings are concatenated in a fixed order whatever the schedule.
 pub fn run_all(ctx: &Ctx) -> (Checks, Vec<Finding>) {
+    let ((artifacts, phase_contamination), (cold_connections, prefix_cache)) = rayon::join(
+        || rayon::join(|| artifacts::run(ctx), || phase_contamination::run(ctx)),
+        || rayon::join(|| cold_connections::run(ctx), || prefix_cache::run(ctx)),
+    );
     let mut findings = Vec::new();
-    let (artifacts, mut f) = artifacts::run(ctx);
-    findings.append(&mut f);
-    let (phase_contamination, mut f) = phase_contamination::run(ctx);
-    findings.append(&mut f);
-    let (cold_connections, mut f) = cold_connections::run(ctx);
-    findings.append(&mut f);
-    let (prefix_cache, mut f) = prefix_cache::run(ctx);
-    findings.append(&mut f);
-    (
-        Checks {
-            artifacts,
-            phase_contamination,
-            cold_connections,
-            prefix_cache,
-        },
-        findings,
-    )
+    for mut f in [
+        artifacts.1,
+        phase_contamination.1,
+        cold_connections.1,
+        prefix_cache.1,
+    ] {
+        findings.append(&mut f);
+    }
+    let checks = Checks {
+        artifacts: artifacts.0,
+        phase_contamination: phase_contamination.0,
+        cold_connections: cold_connections.0,
+        prefix_cache: prefix_cache.0,
+    };
+    (checks, findings)
 }

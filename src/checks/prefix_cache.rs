@@ -507,15 +507,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
             );
             let attribution = match &crossing {
                 Some(c) => {
-                    let ids: Vec<String> = c
-                        .requests
-                        .iter()
-                        .map(|r| {
-                            r.x_request_id
-                                .clone()
-                                .unwrap_or_else(|| format!("line {}", r.line))
-                        })
-                        .collect();
+                    let ids: Vec<String> = c.requests.iter().map(|r| r.id_or_line()).collect();
                     format!(
                         "; exactly the prompt tokens of {} {} request(s) that {} ({})",
                         c.requests.len(),

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The benchmark of docs/performance.md. Generates, at benchmark time, a run
+# directory whose profile_export.jsonl is SIZE_MB (default 1024) of real AIPerf
+# records (a sample run's, multiplied with fresh ids), then measures in the
+# same run, on a warm page cache:
+#   - artifact-check, the full check (every check, JSON report), --jobs 1 and all cores;
+#   - the Python loop an analyst writes today (benches/python_loop.py);
+#   - `wc -l` on the same file;
+#   - artifact-check over 1,000 small run directories (copies of the samples).
+# Prints wall time, throughput (GB/s, records/s), peak RSS and the ratios.
+#
+#   bash benches/bench.sh            # SIZE_MB=1024 SMALL_RUNS=1000
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SIZE_MB=${SIZE_MB:-1024}
+SMALL_RUNS=${SMALL_RUNS:-1000}
+SAMPLE=${SAMPLE:-sample-artifacts/runs/cold-tls}
+work="$(mktemp -d "${BENCH_DIR:-/tmp}/artifact-check-bench.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+cargo build --release --quiet
+bin=target/release/artifact-check
+python3 benches/make_big_run.py "$SAMPLE" "$work/big" "$SIZE_MB"
+file="$work/big/profile_export.jsonl"
+bytes=$(stat -c %s "$file")
+records=$(wc -l < "$file")
+cat "$file" > /dev/null   # warm the page cache for every contender alike
+
+# measure NAME CMD...: best wall time of 3 runs (s, from the clock in ns) and
+# the peak RSS (KiB, from /usr/bin/time) of that run.
+measure() {
+  local name=$1; shift
+  local best="" rss=""
+  for _ in 1 2 3; do
+    local t0 t1 t m
+    t0=$(date +%s%N)
+    /usr/bin/time -f "%M" -o "$work/t" "$@" > /dev/null 2>&1 || true
+    t1=$(date +%s%N)
+    t=$(awk "BEGIN{print ($t1 - $t0) / 1e9}")
+    m=$(tail -n 1 "$work/t")
+    if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; rss=$m; fi
+  done
+  echo "$name $best $rss" >> "$work/results"
+}
+
+measure wc_l wc -l "$file"
+measure artifact_check_jobs1 "$bin" --jobs 1 --format json "$work/big"
+measure artifact_check "$bin" --format json "$work/big"
+measure python_loop python3 benches/python_loop.py "$file"
+
+mkdir -p "$work/small"
+i=0
+while [ $i -lt "$SMALL_RUNS" ]; do
+  for r in sample-artifacts/runs/*/; do
+    [ $i -lt "$SMALL_RUNS" ] || break
+    cp -al "$r" "$work/small/run-$i"
+    i=$((i + 1))
+  done
+done
+measure small_runs "$bin" --format json "$work/small"
+
+python3 - "$work/results" "$bytes" "$records" "$SMALL_RUNS" <<'PY'
+import sys
+rows = {}
+for line in open(sys.argv[1]):
+    name, t, rss = line.split()
+    rows[name] = (float(t), int(rss))
+size, records, small = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+print(f"file: {size / 1e9:.3f} GB, {records} records ({size / records:.0f} bytes/record)")
+print(f"{'contender':24} {'wall s':>8} {'GB/s':>7} {'records/s':>12} {'peak RSS MiB':>13} {'RSS/file':>9}")
+for name in ("wc_l", "artifact_check", "artifact_check_jobs1", "python_loop"):
+    t, rss = rows[name]
+    print(f"{name:24} {t:8.2f} {size / t / 1e9:7.3f} {records / t:12.0f} {rss / 1024:13.1f} {rss * 1024 / size:9.1%}")
+ac = rows["artifact_check"][0]
+print(f"artifact-check vs python loop: {rows['python_loop'][0] / ac:.1f}x faster")
+print(f"artifact-check vs wc -l: {ac / rows['wc_l'][0]:.2f}x the time of wc -l")
+print(f"artifact-check all cores vs --jobs 1: {rows['artifact_check_jobs1'][0] / ac:.2f}x")
+t, rss = rows["small_runs"]
+print(f"{small} small run directories: {t:.2f} s ({small / t:.0f} runs/s), peak RSS {rss / 1024:.1f} MiB")
+PY
