@@ -165,14 +165,7 @@ pub struct CleanArgs {
 impl Thresholds {
     /// Applies the given thresholds to `s`; an error names the bad value.
     pub fn apply(&self, s: &mut Settings) -> Result<(), String> {
-        let non_negative = |name: &str, v: Option<f64>| -> Result<Option<f64>, String> {
-            match v {
-                Some(x) if !(x.is_finite() && x >= 0.0) => {
-                    Err(format!("--{name} must be a non-negative number, not {x}"))
-                }
-                v => Ok(v),
-            }
-        };
+        let non_negative = |flag: &str, v| crate::config::non_negative(&format!("--{flag}"), v);
         if let Some(v) = non_negative("cold-dns-ms", self.cold_dns_ms)? {
             s.cold.dns_ms = v;
         }

@@ -179,7 +179,8 @@ pub fn read_config(path: &Path) -> Result<FileConfig, String> {
     toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn non_negative(key: &str, v: Option<f64>) -> Result<Option<f64>, String> {
+/// A threshold must be a finite, non-negative number; the error names `key`.
+pub fn non_negative(key: &str, v: Option<f64>) -> Result<Option<f64>, String> {
     match v {
         Some(x) if !(x.is_finite() && x >= 0.0) => {
             Err(format!("{key} must be a non-negative number, not {x}"))

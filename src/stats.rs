@@ -21,7 +21,7 @@ pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
 /// Sorts finite values ascending (non-finite values are dropped).
 pub fn sorted(values: impl IntoIterator<Item = f64>) -> Vec<f64> {
     let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
-    v.sort_by(f64::total_cmp);
+    v.sort_unstable_by(f64::total_cmp);
     v
 }
 

@@ -8,15 +8,6 @@ use std::fs;
 use common::*;
 use serde_json::Value;
 
-const RUNS: &[&str] = &[
-    "boundary-race",
-    "clean",
-    "cold-tls",
-    "late-warmup",
-    "prefix-cache",
-    "prefix-cache-boundary",
-];
-
 /// The README's first command: every sample run gets a report and a verdict.
 #[test]
 fn readme_command_reports_every_sample_run() {

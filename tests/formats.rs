@@ -4,15 +4,6 @@ mod common;
 
 use common::*;
 
-const RUNS: &[&str] = &[
-    "boundary-race",
-    "clean",
-    "cold-tls",
-    "late-warmup",
-    "prefix-cache",
-    "prefix-cache-boundary",
-];
-
 fn all_runs(format: &str, extra: &[&str]) -> (String, i32) {
     let paths: Vec<String> = RUNS
         .iter()

@@ -178,6 +178,26 @@ pub struct Record {
 }
 
 impl Record {
+    /// A successful profiling record with the given values and nothing else
+    /// (for tests of one function).
+    pub fn with_values(values: Values) -> Record {
+        Record {
+            line: 1,
+            phase: Phase::Profiling,
+            phase_index: None,
+            session_num: None,
+            turn_index: None,
+            x_request_id: None,
+            conversation_id: None,
+            request_start_ns: 0,
+            request_end_ns: 1,
+            request_ack_ns: None,
+            was_cancelled: false,
+            error: None,
+            values,
+        }
+    }
+
     /// Succeeded: no error and not cancelled.
     pub fn is_success(&self) -> bool {
         self.error.is_none() && !self.was_cancelled
@@ -305,17 +325,27 @@ enum LineOutcome {
     Bad(Finding),
 }
 
-/// Parses one line. `utf8` says the bytes are known to be valid UTF-8 (the
-/// whole block was checked once), which lets serde skip checking each string.
-fn parse_line(bytes: &[u8], line: u64, last_unterminated: bool, utf8: bool) -> LineOutcome {
-    let trimmed = bytes.trim_ascii();
-    if trimmed.is_empty() {
+/// A line as text (its block passed one UTF-8 check, so serde need not check
+/// each string again) or as bytes (its block did not; serde names the bad line).
+enum LineText<'a> {
+    Text(&'a str),
+    Bytes(&'a [u8]),
+}
+
+fn parse_line(text: LineText, line: u64, last_unterminated: bool) -> LineOutcome {
+    let (parsed, bytes) = match text {
+        LineText::Text(t) => {
+            let t = t.trim_ascii();
+            (serde_json::from_str::<RawRecord>(t), t.as_bytes())
+        }
+        LineText::Bytes(b) => {
+            let b = b.trim_ascii();
+            (serde_json::from_slice::<RawRecord>(b), b)
+        }
+    };
+    if bytes.is_empty() {
         return LineOutcome::Blank;
     }
-    let parsed = match std::str::from_utf8(trimmed).ok().filter(|_| utf8) {
-        Some(text) => serde_json::from_str::<RawRecord>(text),
-        None => serde_json::from_slice::<RawRecord>(trimmed),
-    };
     match parsed {
         Ok(raw) => match convert(raw, line) {
             Ok(r) => LineOutcome::Record(r),
@@ -326,7 +356,7 @@ fn parse_line(bytes: &[u8], line: u64, last_unterminated: bool, utf8: bool) -> L
                     .field(field),
             ),
         },
-        Err(e) => LineOutcome::Bad(describe_error(trimmed, line, e, last_unterminated)),
+        Err(e) => LineOutcome::Bad(describe_error(bytes, line, e, last_unterminated)),
     }
 }
 
@@ -601,20 +631,25 @@ impl<'a> BlockReader<'a> {
 }
 
 fn parse_block(block: &[u8], first_line: u64, is_final_batch: bool) -> Vec<LineOutcome> {
-    // One UTF-8 check for the whole block; lines of a block that fails it are
-    // checked one by one, so only the bad line is reported.
-    let utf8 = std::str::from_utf8(block).is_ok();
+    // One UTF-8 check for the whole block; the lines of a block that fails it
+    // are parsed as bytes, so only the bad line is reported.
+    let text = std::str::from_utf8(block).ok();
     let mut outcomes = Vec::with_capacity(block.len() / 1024 + 1);
     let mut line = first_line;
-    let mut rest = block;
-    while !rest.is_empty() {
-        let (this, next, terminated) = match memchr::memchr(b'\n', rest) {
-            Some(i) => (&rest[..i], &rest[i + 1..], true),
-            None => (rest, &rest[rest.len()..], false),
+    let mut start = 0;
+    while start < block.len() {
+        let (end, next, terminated) = match memchr::memchr(b'\n', &block[start..]) {
+            Some(i) => (start + i, start + i + 1, true),
+            None => (block.len(), block.len(), false),
         };
-        outcomes.push(parse_line(this, line, is_final_batch && !terminated, utf8));
+        // A '\n' byte is always a char boundary, so slicing the text is safe.
+        let this = match text {
+            Some(t) => LineText::Text(&t[start..end]),
+            None => LineText::Bytes(&block[start..end]),
+        };
+        outcomes.push(parse_line(this, line, is_final_batch && !terminated));
         line += 1;
-        rest = next;
+        start = next;
     }
     outcomes
 }

@@ -220,21 +220,20 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         unknown: c.unknown as f64 / c.records as f64,
     });
 
-    let ok: Vec<&Record> = profiling
+    // Successful profiling records, each classified once.
+    let temps: Vec<(&Record, Temperature)> = profiling
         .iter()
-        .copied()
         .filter(|r| r.is_success())
+        .map(|r| (*r, classify(r, s)))
         .collect();
-    let warm: Vec<&Record> = ok
-        .iter()
-        .copied()
-        .filter(|r| classify(r, s) == Temperature::Warm)
-        .collect();
-    let cold: Vec<&Record> = ok
-        .iter()
-        .copied()
-        .filter(|r| classify(r, s) == Temperature::Cold)
-        .collect();
+    let of = |t: Temperature| -> Vec<&Record> {
+        temps
+            .iter()
+            .filter(|(_, x)| *x == t)
+            .map(|(r, _)| *r)
+            .collect()
+    };
+    let cold = of(Temperature::Cold);
     let classified = c.cold + c.warm;
     let all_cold = classified > 0 && c.warm == 0;
 
@@ -264,12 +263,27 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     let mut metrics = Vec::new();
     let mut noise = BTreeMap::new();
     for &metric in KEY_METRICS {
-        let all_v = stats::sorted(ok.iter().filter_map(|r| r.values.get(metric)));
-        if all_v.is_empty() {
+        // One sort per metric: the warm and cold lists are filtered out of
+        // the sorted one, which keeps them sorted.
+        let mut tagged: Vec<(f64, Temperature)> = temps
+            .iter()
+            .filter_map(|(r, t)| r.values.get(metric).map(|v| (v, *t)))
+            .collect();
+        if tagged.is_empty() {
             continue;
         }
-        let warm_v = stats::sorted(warm.iter().filter_map(|r| r.values.get(metric)));
-        let cold_v = stats::sorted(cold.iter().filter_map(|r| r.values.get(metric)));
+        tagged.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        let only = |want: Option<Temperature>| -> Vec<f64> {
+            let keep = |t: &Temperature| want.is_none_or(|w| *t == w);
+            tagged
+                .iter()
+                .filter(|(_, t)| keep(t))
+                .map(|(v, _)| *v)
+                .collect()
+        };
+        let all_v = only(None);
+        let warm_v = only(Some(Temperature::Warm));
+        let cold_v = only(Some(Temperature::Cold));
         let (sa, sw) = (
             stats::Summary::of_sorted(&all_v),
             stats::Summary::of_sorted(&warm_v),
@@ -470,21 +484,7 @@ mod tests {
         values.set(Metric::HttpReqConnectionReused, reused);
         values.set(Metric::HttpReqDnsLookup, dns);
         values.set(Metric::HttpReqConnecting, conn);
-        Record {
-            line: 1,
-            phase: Phase::Profiling,
-            phase_index: None,
-            session_num: None,
-            turn_index: None,
-            x_request_id: None,
-            conversation_id: None,
-            request_start_ns: 0,
-            request_end_ns: 1,
-            request_ack_ns: None,
-            was_cancelled: false,
-            error: None,
-            values,
-        }
+        Record::with_values(values)
     }
 
     #[test]

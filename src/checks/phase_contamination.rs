@@ -1060,7 +1060,7 @@ fn attribute(
             }
         })
         .collect();
-    cands.sort_by_key(|c| (c.earliest, c.event));
+    cands.sort_unstable_by_key(|c| (c.earliest, c.event));
     // The baseline must predate every request, or earlier increments are lost.
     let first_start = records.iter().map(|r| r.request_start_ns).min();
     if first_start.is_some_and(|s| s <= pts[0].t) {

@@ -956,21 +956,7 @@ mod tests {
             let mut v = Values::default();
             v.set(Metric::UsagePromptTokens, Some(prompt));
             v.set(Metric::UsagePromptCacheReadTokens, cached);
-            Record {
-                line: 1,
-                phase: Phase::Profiling,
-                phase_index: None,
-                session_num: None,
-                turn_index: None,
-                x_request_id: None,
-                conversation_id: None,
-                request_start_ns: 0,
-                request_end_ns: 1,
-                request_ack_ns: None,
-                was_cancelled: false,
-                error: None,
-                values: v,
-            }
+            Record::with_values(v)
         };
         // Mean of ratios would be (0.9 + 0.0) / 2 = 0.45; token-weighted is 90/1100.
         let rs = [mk(100.0, Some(90.0)), mk(1000.0, Some(0.0)), mk(50.0, None)];

@@ -10,6 +10,16 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use serde_json::Value;
 
+/// The committed sample runs.
+pub const RUNS: &[&str] = &[
+    "boundary-race",
+    "clean",
+    "cold-tls",
+    "late-warmup",
+    "prefix-cache",
+    "prefix-cache-boundary",
+];
+
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Fuzzes every reader (and a whole run) for SECONDS each (default 120), seeded
+# from the sample runs' own files. Any crash input is copied into
+# regressions/<target>/, which tests/fuzz_regressions.rs replays in CI.
+#
+#   bash tests/fuzz/run.sh [SECONDS]
+# Needs cargo-fuzz (cargo install cargo-fuzz); with a stable toolchain,
+# RUSTC_BOOTSTRAP=1 lets it use the nightly flags it needs.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$here/../.."
+secs=${1:-120}
+export RUSTC_BOOTSTRAP=1
+runs="$root/sample-artifacts/runs"
+
+seed() { # target files...
+  local t=$1; shift
+  mkdir -p "$here/corpus/$t"
+  for f in "$@"; do cp "$f" "$here/corpus/$t/$(echo "$f" | md5sum | cut -c1-12)"; done
+}
+seed records_jsonl "$runs"/*/profile_export.jsonl
+seed server_metrics_json "$runs"/*/server_metrics_export.json
+seed summary_json "$runs"/*/profile_export_aiperf.json
+seed scrapes_jsonl "$runs"/*/server_metrics_export.jsonl
+mkdir -p "$here/corpus/whole_run"
+for r in "$runs"/*/; do
+  { cat "$r/profile_export.jsonl"; printf '\0'; cat "$r/server_metrics_export.json"; printf '\0';
+    cat "$r/server_metrics_export.jsonl" 2>/dev/null; } > "$here/corpus/whole_run/$(basename "$r")"
+done
+
+status=0
+for t in records_jsonl server_metrics_json summary_json scrapes_jsonl whole_run; do
+  echo "== $t ($secs s)"
+  (cd "$root" && cargo fuzz run --fuzz-dir tests/fuzz "$t" -- -max_total_time="$secs" -max_len=262144 \
+      -rss_limit_mb=2048 2>&1 | tail -n 3) || status=1
+  if ls "$here/artifacts/$t"/crash-* >/dev/null 2>&1; then
+    mkdir -p "$here/regressions/$t"
+    cp "$here/artifacts/$t"/crash-* "$here/regressions/$t/"
+    echo "crash inputs copied to regressions/$t/"
+    status=1
+  fi
+done
+exit $status
