@@ -43,10 +43,10 @@ impl ObservedAt {
 }
 
 /// A server metric that gets one observation per request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RequestScoped {
-    /// Exported name.
-    pub name: &'static str,
+    /// Exported name (built-in names are borrowed, user-supplied ones owned).
+    pub name: std::borrow::Cow<'static, str>,
     /// Serving framework.
     pub framework: &'static str,
     /// When it is observed.
@@ -57,7 +57,11 @@ macro_rules! scoped {
     ($( $fw:literal: [ $( $name:literal => $at:ident ),* $(,)? ] )*) => {
         /// Built-in request-scoped metrics, per framework.
         pub const REQUEST_SCOPED: &[RequestScoped] = &[
-            $( $( RequestScoped { name: $name, framework: $fw, observed_at: ObservedAt::$at }, )* )*
+            $( $( RequestScoped {
+                name: std::borrow::Cow::Borrowed($name),
+                framework: $fw,
+                observed_at: ObservedAt::$at,
+            }, )* )*
         ];
     };
 }
@@ -144,7 +148,7 @@ mod tests {
     fn table_has_no_duplicates_and_every_framework_has_ttft_or_latency() {
         let mut names = HashSet::new();
         for m in REQUEST_SCOPED {
-            assert!(names.insert(m.name), "duplicate {}", m.name);
+            assert!(names.insert(&m.name), "duplicate {}", m.name);
             assert!(
                 !m.name.ends_with("_total"),
                 "store counters without _total: {}",

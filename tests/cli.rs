@@ -138,11 +138,11 @@ fn output_file_holds_the_report() {
     assert_eq!(fs::read_dir(t.path()).expect("list").count(), 1);
 }
 
-/// Many copies of the samples: the same output with 1 and 2 worker threads.
+/// 200 copies of the samples: the same output with 1 and 2 worker threads.
 #[test]
 fn parallel_output_is_identical_to_serial() {
     let t = tempfile::tempdir().expect("tempdir");
-    for i in 0..40 {
+    for i in 0..200 {
         let name = RUNS[i % RUNS.len()];
         copy_dir(&run_dir(name), &t.path().join(format!("run-{i:03}-{name}")));
     }
@@ -152,7 +152,11 @@ fn parallel_output_is_identical_to_serial() {
     assert_eq!(ca, cb);
     assert_eq!(a, b);
     let r: Value = serde_json::from_str(&a).expect("json");
-    assert_eq!(r["summary"]["runs"], 40);
+    assert_eq!(r["summary"]["runs"], 200);
+    // The table for many runs: a line per run and the worst findings.
+    let (table, _, _) = cli(&["--jobs", "2", dir]);
+    assert_eq!(table.lines().filter(|l| l.contains("run-")).count(), 200);
+    assert!(table.contains("late-warmup-observation"));
 }
 
 /// `artifact-check codes` lists every code once.

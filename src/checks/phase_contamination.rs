@@ -157,11 +157,8 @@ struct Found<'a> {
 fn definitions(ctx: &Ctx) -> Vec<RequestScoped> {
     let mut defs: Vec<RequestScoped> = REQUEST_SCOPED.to_vec();
     for (name, at) in &ctx.settings.phase.extra_metrics {
-        // User-supplied names live as long as the program; leaking a handful
-        // of short strings once keeps the table entry `'static`.
-        let name: &'static str = Box::leak(name.clone().into_boxed_str());
         defs.push(RequestScoped {
-            name,
+            name: name.clone().into(),
             framework: "user",
             observed_at: *at,
         });
@@ -201,11 +198,11 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     let found: Vec<Found> = definitions(ctx)
         .into_iter()
         .filter_map(|def| {
-            let p = lookup(&server.metrics, def.name);
+            let p = lookup(&server.metrics, &def.name);
             let w = server
                 .warmup_metrics
                 .as_ref()
-                .and_then(|w| lookup(w, def.name));
+                .and_then(|w| lookup(w, &def.name));
             let name = p.or(w)?.0.to_string();
             Some(Found {
                 def,
@@ -410,7 +407,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
                     found_w,
                     dp,
                     dw,
-                    sum_p: report
+                    found_avg_p: report
                         .metrics
                         .iter()
                         .rev()
@@ -504,7 +501,7 @@ struct Problem {
     found_w: Option<f64>,
     dp: Option<f64>,
     dw: Option<f64>,
-    sum_p: Option<f64>,
+    found_avg_p: Option<f64>,
     corrected: Option<Attribution>,
 }
 
@@ -561,7 +558,7 @@ impl Problem {
             })
             .unwrap_or_default();
         let avg_bias = match (
-            self.sum_p,
+            self.found_avg_p,
             self.corrected
                 .as_ref()
                 .and_then(|c| c.get(Phase::Profiling).avg),

@@ -33,10 +33,17 @@ fn status_cell(s: &str, colour: bool) -> Cell {
     }
 }
 
+/// Above this many runs, one line per run instead of each run's tables.
+pub const DETAIL_MAX_RUNS: usize = 10;
+
 /// Writes the table report.
 pub fn render(report: &Report, opts: Options, out: &mut dyn Write) -> io::Result<()> {
-    for run in &report.runs {
-        render_run(run, opts, out)?;
+    if report.runs.len() <= DETAIL_MAX_RUNS {
+        for run in &report.runs {
+            render_run(run, opts, out)?;
+        }
+    } else {
+        render_compact(report, opts, out)?;
     }
     for e in &report.errors {
         writeln!(out, "error: {}: {}", e.path, e.message)?;
@@ -62,6 +69,62 @@ pub fn render(report: &Report, opts: Options, out: &mut dyn Write) -> io::Result
         s.fail_on.as_str(),
         s.exit_code
     )
+}
+
+/// Many runs: a line per run, then the worst findings across all runs.
+fn render_compact(report: &Report, opts: Options, out: &mut dyn Write) -> io::Result<()> {
+    let mut runs = table();
+    runs.set_header([
+        "run",
+        "status",
+        "errors",
+        "warnings",
+        "info",
+        "worst finding",
+    ]);
+    for run in &report.runs {
+        let n = |sev: Severity| run.findings.iter().filter(|f| f.severity == sev).count();
+        let worst = run
+            .findings
+            .iter()
+            .max_by_key(|f| f.severity)
+            .map(|f| f.code.as_str());
+        runs.add_row(vec![
+            Cell::new(&run.path),
+            status_cell(run.status.as_str(), opts.colour),
+            Cell::new(n(Severity::Error)),
+            Cell::new(n(Severity::Warning)),
+            Cell::new(n(Severity::Info)),
+            Cell::new(worst.unwrap_or("")),
+        ]);
+    }
+    writeln!(out, "{runs}")?;
+    // Finding codes by how many runs they hit, worst severity first.
+    let mut by_code: std::collections::BTreeMap<(std::cmp::Reverse<Severity>, &str), usize> =
+        Default::default();
+    for run in &report.runs {
+        let codes: std::collections::BTreeSet<_> = run
+            .findings
+            .iter()
+            .map(|f| (std::cmp::Reverse(f.severity), f.code.as_str()))
+            .collect();
+        for c in codes {
+            *by_code.entry(c).or_default() += 1;
+        }
+    }
+    if !by_code.is_empty() {
+        let mut worst = table();
+        worst.set_header(["severity", "code", "runs"]);
+        for ((sev, code), n) in by_code.iter().take(15) {
+            worst.add_row(vec![
+                status_cell(sev.0.as_str(), opts.colour),
+                Cell::new(code),
+                Cell::new(n),
+            ]);
+        }
+        writeln!(out, "{worst}")?;
+    }
+    Ok(())
 }
 
 fn render_run(run: &RunReport, opts: Options, out: &mut dyn Write) -> io::Result<()> {
