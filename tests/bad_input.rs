@@ -316,3 +316,35 @@ fn symlink_out_of_the_run_is_reported() {
     assert_eq!(f[0]["file"], JSONL);
     assert_eq!(parsed(&run), 20);
 }
+
+/// An export without `warmup_metrics` (AIPerf omits it when it took no
+/// warmup scrape): the warmup split is unknown, never a deficit of zero.
+#[test]
+fn missing_warmup_metrics_is_unknown_not_zero() {
+    let (_t, dir) = copy_run("clean");
+    let p = dir.join("server_metrics_export.json");
+    let mut export: Value =
+        serde_json::from_str(&fs::read_to_string(&p).expect("read")).expect("json");
+    export
+        .as_object_mut()
+        .expect("object")
+        .remove("warmup_metrics");
+    fs::write(&p, serde_json::to_string(&export).expect("ser")).expect("write");
+    let (run, _) = audit(&dir);
+    let rows = run["checks"]["phase_contamination"]["metrics"]
+        .as_array()
+        .expect("rows");
+    for r in rows
+        .iter()
+        .filter(|r| r["endpoint"] == "all" && r["phase"] == "warmup")
+    {
+        assert!(r["found_count"].is_null(), "{r}");
+    }
+    for code in [
+        "unexplained-deficit",
+        "late-warmup-observation",
+        "profiling-lost-to-warmup",
+    ] {
+        assert!(findings(&run, code).is_empty(), "{code}");
+    }
+}

@@ -371,3 +371,91 @@ fn overlap_is_flagged_whether_or_not_counts_are_off() {
         }
     }
 }
+
+/// Seed 001: a counter whose profiling timeslices start long before
+/// profiling (a wrongly tagged baseline scrape) is flagged with how early.
+#[test]
+fn counter_timeslices_starting_before_profiling_are_flagged() {
+    let (_t, dir) = copy_run("prefix-cache");
+    let p = dir.join("server_metrics_export.json");
+    let mut export: Value =
+        serde_json::from_str(&fs::read_to_string(&p).expect("read")).expect("json");
+    let start = export["summary"]["phase_time_ranges"]["profiling"]["start_ns"]
+        .as_u64()
+        .expect("start");
+    let early = start - 1_674_000_000_000;
+    let series = &mut export["metrics"]["sglang:prompt_tokens"]["series"][0];
+    series["timeslices"] = json!([
+        {"start_ns": early, "end_ns": start, "total": 254.0, "rate": 0.15},
+        {"start_ns": start, "end_ns": start + 1_000_000_000, "total": 6083.0, "rate": 6083.0}
+    ]);
+    fs::write(&p, serde_json::to_string(&export).expect("ser")).expect("write");
+    let (report, _) = json_report(&[&dir], &[]);
+    let f = findings(&report["runs"][0], "counter-window-early");
+    assert_eq!(f.len(), 1);
+    assert!(
+        f[0]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("1674.0 s before"),
+        "{}",
+        f[0]
+    );
+}
+
+/// A cumulative value that goes down between raw scrapes is a reset, named
+/// with its lines, and no repair is attempted across it.
+#[test]
+fn a_counter_reset_in_the_raw_scrapes_is_named() {
+    let (_t, dir) = copy_run("clean");
+    let p = dir.join("server_metrics_export.jsonl");
+    let mut scrapes = jsonl(&p);
+    // The last scrape of the endpoint that had the traffic.
+    let busy = |s: &Value| {
+        s["metrics"]["vllm:e2e_request_latency_seconds"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x["count"].as_f64().unwrap_or(0.0) > 0.0))
+    };
+    let last = scrapes.iter().rposition(busy).expect("a busy scrape");
+    for s in scrapes[last]["metrics"]["vllm:e2e_request_latency_seconds"]
+        .as_array_mut()
+        .expect("samples")
+    {
+        s["count"] = json!(0);
+    }
+    let text: Vec<String> = scrapes.iter().map(Value::to_string).collect();
+    fs::write(&p, text.join("\n") + "\n").expect("write");
+    let (report, _) = json_report(&[&dir], &[]);
+    let run = &report["runs"][0];
+    let f = findings(run, "counter-reset");
+    assert!(!f.is_empty());
+    assert!(f.iter().any(|f| f["line"] == last + 1
+        && f["message"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("vllm:e2e_request_latency_seconds")));
+    assert!(row(run, "vllm:e2e_request_latency_seconds", "profiling")
+        .get("corrected")
+        .is_none());
+}
+
+/// phase_manifest.json counts that disagree with the records are named.
+#[test]
+fn manifest_counts_are_held_to_the_records() {
+    let (_t, dir) = copy_run("clean");
+    let p = dir.join("phase_manifest.json");
+    let text = fs::read_to_string(&p).expect("read").replacen(
+        "\"successful_request_count\": 16",
+        "\"successful_request_count\": 15",
+        1,
+    );
+    fs::write(&p, text).expect("write");
+    let (report, _) = json_report(&[&dir], &[]);
+    let f: Vec<&Value> = findings(&report["runs"][0], "summary-mismatch")
+        .into_iter()
+        .filter(|f| f["file"] == "phase_manifest.json")
+        .collect();
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0]["expected"], 16);
+    assert_eq!(f[0]["found"], 15);
+}

@@ -92,6 +92,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     if let Some(records) = ctx.records() {
         record_sanity(records, &mut findings);
     }
+    manifest_agreement(ctx, &mut findings);
 
     let could_not_tell = run.unreadable;
     let report = Report {
@@ -271,6 +272,69 @@ fn summary_agreement(
                         "difference_pct",
                         (published - recomputed) / recomputed * 100.0,
                         "%",
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// `phase_manifest.json` counts per phase against the records.
+fn manifest_agreement(ctx: &Ctx, findings: &mut Vec<Finding>) {
+    let Some(manifest) = ctx.run.manifest.as_ref() else {
+        return;
+    };
+    for phase in [Phase::Warmup, Phase::Profiling] {
+        let Some(model) = ctx.model.phase(phase) else {
+            continue;
+        };
+        let entries: Vec<_> = manifest
+            .phases
+            .iter()
+            .filter(|p| p.phase_kind.as_deref() == Some(phase.as_str()))
+            .collect();
+        if entries.is_empty() {
+            continue;
+        }
+        let counts = [
+            (
+                "successful_request_count",
+                entries
+                    .iter()
+                    .map(|e| e.successful_request_count)
+                    .sum::<Option<u64>>(),
+                model.successful,
+            ),
+            (
+                "error_request_count",
+                entries
+                    .iter()
+                    .map(|e| e.error_request_count)
+                    .sum::<Option<u64>>(),
+                model.errors,
+            ),
+        ];
+        for (field, published, records) in counts {
+            let (Some(published), Some(records)) = (published, records) else {
+                continue;
+            };
+            if published != records {
+                findings.push(
+                    Finding::new(
+                        Code::SummaryMismatch,
+                        format!(
+                            "{}: {} {field} is {published}, the records give {records}",
+                            crate::artifacts::MANIFEST_FILE,
+                            phase.as_str()
+                        ),
+                    )
+                    .file(crate::artifacts::MANIFEST_FILE)
+                    .field(format!("phases[kind={}].{field}", phase.as_str()))
+                    .expected_found(records, published)
+                    .effect(
+                        "difference",
+                        published as f64 - records as f64,
+                        "count",
                     ),
                 );
             }

@@ -291,11 +291,12 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
                 in_role(f.profiling, role.as_deref()),
                 in_role(f.warmup, role.as_deref()),
             );
-            let found_p = count_of(&sp, kind);
-            let found_w = if ctx.model.warmup.is_some() {
-                count_of(&sw, kind)
-            } else {
-                None
+            // A family missing from a phase's section is unknown, not 0:
+            // AIPerf omits `warmup_metrics` when it took no warmup scrape.
+            let found_p = f.profiling.and_then(|_| count_of(&sp, kind));
+            let found_w = match (ctx.model.warmup.is_some(), f.warmup) {
+                (true, Some(_)) => count_of(&sw, kind),
+                _ => None,
             };
             let dp = match (exp_p, found_p) {
                 (Some(e), Some(x)) => Some(e.deviation(x)),
@@ -397,6 +398,12 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
                 }
             }
             if class_p != "ok" || class_w != "ok" {
+                let profiling_row = report.metrics.iter().rev().find(|r| {
+                    r.metric == f.name
+                        && r.phase == "profiling"
+                        && r.endpoint == "all"
+                        && r.role == role
+                });
                 problems.push(Problem {
                     metric: f.name.clone(),
                     observed_at: f.def.observed_at,
@@ -407,14 +414,8 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
                     found_w,
                     dp,
                     dw,
-                    found_avg_p: report
-                        .metrics
-                        .iter()
-                        .rev()
-                        .find(|r| {
-                            r.metric == f.name && r.phase == "profiling" && r.endpoint == "all"
-                        })
-                        .and_then(|r| r.found_avg),
+                    found_avg_p: profiling_row.and_then(|r| r.found_avg),
+                    found_sum_p: profiling_row.and_then(|r| r.found_sum),
                     corrected,
                 });
             }
@@ -466,17 +467,20 @@ fn roles(f: &Found) -> Vec<Option<String>> {
     roles.into_iter().collect()
 }
 
-/// Classifies the deviations of profiling (`dp`) and warmup (`dw`).
+/// Classifies the deviations of profiling (`dp`) and warmup (`dw`); an
+/// unknown deviation classifies its phase as `unknown`, never `ok`.
 fn classify(dp: Option<f64>, dw: Option<f64>) -> (&'static str, &'static str) {
-    let Some(p) = dp else {
-        return ("unknown", if dw.is_some() { "unknown" } else { "ok" });
-    };
-    let w = dw.unwrap_or(0.0);
-    match (p, w) {
-        (p, w) if p == 0.0 && w == 0.0 => ("ok", "ok"),
-        (p, w) if p > 0.0 && w < 0.0 => ("late_warmup_observation", "late_warmup_observation"),
-        (p, w) if p < 0.0 && w > 0.0 => ("profiling_lost_to_warmup", "profiling_lost_to_warmup"),
-        (p, w) => (side(p), side(w)),
+    match (dp, dw) {
+        (None, None) => ("unknown", "unknown"),
+        (Some(p), None) => (side(p), "unknown"),
+        (None, Some(w)) => ("unknown", side(w)),
+        (Some(p), Some(w)) if p > 0.0 && w < 0.0 => {
+            ("late_warmup_observation", "late_warmup_observation")
+        }
+        (Some(p), Some(w)) if p < 0.0 && w > 0.0 => {
+            ("profiling_lost_to_warmup", "profiling_lost_to_warmup")
+        }
+        (Some(p), Some(w)) => (side(p), side(w)),
     }
 }
 
@@ -502,6 +506,7 @@ struct Problem {
     dp: Option<f64>,
     dw: Option<f64>,
     found_avg_p: Option<f64>,
+    found_sum_p: Option<f64>,
     corrected: Option<Attribution>,
 }
 
@@ -557,6 +562,17 @@ impl Problem {
                 )
             })
             .unwrap_or_default();
+        let sum_bias = match (
+            self.found_sum_p,
+            self.corrected
+                .as_ref()
+                .and_then(|c| c.get(Phase::Profiling).sum),
+        ) {
+            (Some(found), Some(true_sum)) if true_sum != 0.0 => {
+                Some((found - true_sum) / true_sum * 100.0)
+            }
+            _ => None,
+        };
         let avg_bias = match (
             self.found_avg_p,
             self.corrected
@@ -583,6 +599,9 @@ impl Problem {
             }
             if let Some(b) = avg_bias {
                 f = f.effect("profiling_avg_bias", b, "%");
+            }
+            if let Some(b) = sum_bias {
+                f = f.effect("profiling_sum_bias", b, "%");
             }
             f.severity = sev;
             f
@@ -1204,7 +1223,8 @@ mod tests {
             classify(Some(-1.0), Some(0.0)),
             ("unexplained_deficit", "ok")
         );
-        assert_eq!(classify(Some(0.0), None), ("ok", "ok"));
+        assert_eq!(classify(Some(0.0), None), ("ok", "unknown"));
+        assert_eq!(classify(None, Some(1.0)), ("unknown", "unexplained_excess"));
         assert_eq!(classify(None, None).0, "unknown");
     }
 

@@ -462,7 +462,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         }
     }
 
-    sanity(server, &mut findings);
+    sanity(&server_rates_p, &mut findings);
 
     let headline = server_rates_p
         .iter()
@@ -660,9 +660,8 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     (report, findings)
 }
 
-fn sanity(server: Option<&server_metrics::ServerMetricsExport>, findings: &mut Vec<Finding>) {
-    let Some(s) = server else { return };
-    for r in server_rates(&s.metrics) {
+fn sanity(rates: &[ServerRate], findings: &mut Vec<Finding>) {
+    for r in rates {
         if !r.gauge && r.denominator > 0.0 && r.numerator > r.denominator {
             findings.push(
                 Finding::new(

@@ -175,11 +175,10 @@ fn render_run(run: &RunReport, opts: Options, out: &mut dyn Write) -> io::Result
             writeln!(out, "{t}")?;
         }
     }
-    if matches!(
-        run.checks.cold_connections.status,
-        CheckStatus::Warn | CheckStatus::Fail
-    ) {
-        if let Some(t) = cold_table(&run.checks.cold_connections) {
+    // The bias table needs a warm baseline; without one it is all n/a.
+    let cold = &run.checks.cold_connections;
+    if matches!(cold.status, CheckStatus::Warn | CheckStatus::Fail) && !cold.all_cold {
+        if let Some(t) = cold_table(cold) {
             writeln!(out, "{t}")?;
         }
     }
@@ -223,7 +222,13 @@ fn check_lines(c: &Checks) -> Vec<(&'static str, CheckStatus, String)> {
     let bad = p
         .metrics
         .iter()
-        .filter(|m| m.endpoint == "all" && !matches!(m.classification, "ok" | "not_compared"))
+        .filter(|m| {
+            m.endpoint == "all"
+                && !matches!(
+                    m.classification,
+                    "ok" | "not_compared" | "no_traffic" | "unknown"
+                )
+        })
         .map(|m| m.metric.as_str())
         .collect::<std::collections::BTreeSet<_>>();
     let phase = why(&p.reason).unwrap_or_else(|| {
