@@ -253,14 +253,18 @@ pub fn audit_with_progress(
     tick: &(dyn Fn() + Sync),
 ) -> Report {
     let (dirs, errors) = discover::find_runs(paths);
-    let runs: Vec<RunReport> = dirs
-        .par_iter()
-        .map(|d| {
-            let r = audit_run(d, settings, filter);
-            tick();
-            r
-        })
-        .collect();
+    let audit_one = |d: &PathBuf| {
+        let r = audit_run(d, settings, filter);
+        tick();
+        r
+    };
+    // One run: audit it from this thread, so its reader can use the whole
+    // pool. Many runs: one per worker (each reads its files sequentially).
+    let runs: Vec<RunReport> = if dirs.len() == 1 {
+        dirs.iter().map(audit_one).collect()
+    } else {
+        dirs.par_iter().map(audit_one).collect()
+    };
     let mut summary = Summary {
         runs: runs.len(),
         fail_on: settings.fail_on,

@@ -12,9 +12,11 @@
 //! `serde_path_to_error`, so the fast path pays nothing for it).
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
+use std::sync::mpsc;
 
 use rayon::prelude::*;
 use serde::Deserialize;
@@ -459,68 +461,116 @@ pub fn read(path: &Path) -> io::Result<RecordsRead> {
 
 /// Reads records from any reader (see [`read`]).
 ///
-/// The file is cut into blocks of about 4 MiB that end at a line end. A batch
-/// of blocks (two per worker) is parsed in parallel while the next batch is
-/// read, and block buffers are reused, so the reader neither waits for the
-/// parser nor faults in fresh pages for every block. Memory is bounded by the
-/// batches in flight plus the compact records, not by the file.
-pub fn read_from(input: &mut dyn Read) -> io::Result<RecordsRead> {
+/// A reader thread cuts the input into blocks of about 1 MiB that end at a
+/// line end and hands them over a bounded channel; rayon workers parse blocks
+/// as they arrive and hand the buffers back for reuse; this thread puts the
+/// parsed blocks back in file order (a small reorder buffer) and appends
+/// their records. Nobody waits for a whole batch, and memory is bounded by
+/// the blocks in flight plus the compact records, not by the file.
+pub fn read_from(input: &mut (dyn Read + Send)) -> io::Result<RecordsRead> {
     read_sized(input, None)
 }
 
 /// [`read_from`], told the input's size so the record vector is sized once
-/// (from the first batch's bytes per line) instead of doubling: doubling a
+/// (from the first block's bytes per line) instead of doubling: doubling a
 /// vector of hundreds of thousands of records briefly holds two of them.
-pub fn read_sized(input: &mut dyn Read, size: Option<u64>) -> io::Result<RecordsRead> {
+pub fn read_sized(input: &mut (dyn Read + Send), size: Option<u64>) -> io::Result<RecordsRead> {
+    // On a rayon worker (many runs audited at once, one per worker), parse
+    // on this thread: blocking a worker while it waits for the pool could
+    // leave no worker to do the waiting-for work. The runs are the parallelism.
+    if rayon::current_thread_index().is_some() {
+        return read_sequential(input);
+    }
+    let workers = rayon::current_num_threads().max(1);
+    let (block_tx, block_rx) = mpsc::sync_channel::<Block>(workers * 2);
+    let (pool_tx, pool_rx) = mpsc::channel::<Vec<u8>>();
+    let (result_tx, result_rx) = mpsc::channel::<(u64, u64, Parsed)>();
     let mut out = RecordsRead::default();
-    let batch_blocks = rayon::current_num_threads().max(1) * 2;
-    let mut blocks = BlockReader::new(input);
-    let mut batch = blocks.next_batch(batch_blocks, &mut out.findings)?;
-    while !batch.is_empty() {
-        let is_final = blocks.eof;
-        let (parsed, next) = std::thread::scope(|s| {
-            let parsing = s.spawn(|| {
-                batch
-                    .par_iter()
-                    .map(|b| parse_block(&b.bytes, b.first_line, is_final))
-                    .collect::<Vec<_>>()
-            });
-            let mut read_findings = Vec::new();
-            let next = blocks.next_batch(batch_blocks, &mut read_findings);
-            let parsed = parsing.join();
-            (parsed, next.map(|n| (n, read_findings)))
+    let reader = std::thread::scope(|s| {
+        let reader = s.spawn(move || -> io::Result<(Vec<Finding>, u64, u64)> {
+            let mut blocks = BlockReader::new(input);
+            let mut findings = Vec::new();
+            while !blocks.eof {
+                blocks.pool.extend(pool_rx.try_iter());
+                if let Some(b) = blocks.next_block(&mut findings)? {
+                    if block_tx.send(b).is_err() {
+                        break;
+                    }
+                }
+            }
+            Ok((findings, blocks.next_line - 1, blocks.bytes))
         });
-        let parsed = parsed.map_err(|_| io::Error::other("a parser thread panicked"))?;
-        for outcome in parsed.into_iter().flatten() {
-            match outcome {
-                LineOutcome::Record(r) => out.records.push(r),
-                LineOutcome::Blank => {}
-                LineOutcome::Bad(f) => out.findings.push(f),
+        s.spawn(move || {
+            block_rx.into_iter().par_bridge().for_each(|b| {
+                let parsed = parse_block(&b.bytes, b.first_line, b.last);
+                let _ = result_tx.send((b.seq, b.bytes.len() as u64, parsed));
+                let _ = pool_tx.send(b.bytes);
+            });
+        });
+        // Put blocks back in order as they finish.
+        let mut waiting: BTreeMap<u64, (u64, Parsed)> = BTreeMap::new();
+        let mut next_seq = 0u64;
+        let mut bytes_seen = 0u64;
+        for (seq, len, parsed) in result_rx {
+            waiting.insert(seq, (len, parsed));
+            while let Some((len, mut parsed)) = waiting.remove(&next_seq) {
+                next_seq += 1;
+                bytes_seen += len;
+                let before = out.records.len();
+                out.records.append(&mut parsed.records);
+                out.findings.append(&mut parsed.findings);
+                if next_seq == 1 {
+                    if let Some(size) = size.filter(|_| out.records.len() > before) {
+                        let per_record = bytes_seen as f64 / out.records.len() as f64;
+                        let estimate = (size as f64 / per_record.max(1.0) * 1.02) as usize + 64;
+                        out.records
+                            .reserve(estimate.saturating_sub(out.records.len()));
+                    }
+                }
             }
         }
-        if let (Some(size), true) = (size, out.records.capacity() == 0 && !out.records.is_empty()) {
-            let per_line = blocks.bytes as f64 / (blocks.next_line - 1).max(1) as f64;
-            let estimate = (size as f64 / per_line.max(1.0) * 1.02) as usize + 64;
-            out.records
-                .reserve(estimate.saturating_sub(out.records.len()));
+        reader.join()
+    });
+    let (mut read_findings, lines, bytes) =
+        reader.map_err(|_| io::Error::other("the reader thread panicked"))??;
+    out.findings.append(&mut read_findings);
+    out.findings.sort_by_key(|f| f.line);
+    out.lines = lines;
+    out.bytes = bytes;
+    Ok(out)
+}
+
+/// The same reading, block by block on the calling thread.
+fn read_sequential(input: &mut (dyn Read + Send)) -> io::Result<RecordsRead> {
+    let mut out = RecordsRead::default();
+    let mut blocks = BlockReader::new(input);
+    while !blocks.eof {
+        if let Some(b) = blocks.next_block(&mut out.findings)? {
+            let mut parsed = parse_block(&b.bytes, b.first_line, b.last);
+            out.records.append(&mut parsed.records);
+            out.findings.append(&mut parsed.findings);
+            blocks.pool.push(b.bytes);
         }
-        let (next, mut read_findings) = next?;
-        out.findings.append(&mut read_findings);
-        blocks.recycle(std::mem::replace(&mut batch, next));
     }
+    out.findings.sort_by_key(|f| f.line);
     out.lines = blocks.next_line - 1;
     out.bytes = blocks.bytes;
     Ok(out)
 }
 
 struct Block {
+    /// Position in the file, to restore order after parallel parsing.
+    seq: u64,
     first_line: u64,
+    /// The input ended with this block: its last line may be cut off.
+    last: bool,
     bytes: Vec<u8>,
 }
 
 /// Cuts the input into blocks that end at a line end.
 struct BlockReader<'a> {
-    input: &'a mut dyn Read,
+    input: &'a mut (dyn Read + Send),
+    seq: u64,
     carry: Vec<u8>,
     pool: Vec<Vec<u8>>,
     next_line: u64,
@@ -530,9 +580,10 @@ struct BlockReader<'a> {
 }
 
 impl<'a> BlockReader<'a> {
-    fn new(input: &'a mut dyn Read) -> Self {
+    fn new(input: &'a mut (dyn Read + Send)) -> Self {
         BlockReader {
             input,
+            seq: 0,
             carry: Vec::new(),
             pool: Vec::new(),
             next_line: 1,
@@ -540,20 +591,6 @@ impl<'a> BlockReader<'a> {
             eof: false,
             skipping_long_line: false,
         }
-    }
-
-    fn recycle(&mut self, batch: Vec<Block>) {
-        self.pool.extend(batch.into_iter().map(|b| b.bytes));
-    }
-
-    fn next_batch(&mut self, n: usize, findings: &mut Vec<Finding>) -> io::Result<Vec<Block>> {
-        let mut batch = Vec::with_capacity(n);
-        while batch.len() < n && !self.eof {
-            if let Some(b) = self.next_block(findings)? {
-                batch.push(b);
-            }
-        }
-        Ok(batch)
     }
 
     /// The next block, or `None` when this read produced no complete line yet.
@@ -597,9 +634,12 @@ impl<'a> BlockReader<'a> {
                 let lines = memchr::memchr_iter(b'\n', &buf).count() as u64
                     + u64::from(!buf.ends_with(b"\n"));
                 let block = Block {
+                    seq: self.seq,
                     first_line: self.next_line,
+                    last: self.eof,
                     bytes: buf,
                 };
+                self.seq += 1;
                 self.next_line += lines;
                 Ok(Some(block))
             }
@@ -630,11 +670,21 @@ impl<'a> BlockReader<'a> {
     }
 }
 
-fn parse_block(block: &[u8], first_line: u64, is_final_batch: bool) -> Vec<LineOutcome> {
+/// One block's records and problems, in line order.
+#[derive(Default)]
+struct Parsed {
+    records: Vec<Record>,
+    findings: Vec<Finding>,
+}
+
+fn parse_block(block: &[u8], first_line: u64, is_last_block: bool) -> Parsed {
     // One UTF-8 check for the whole block; the lines of a block that fails it
     // are parsed as bytes, so only the bad line is reported.
     let text = std::str::from_utf8(block).ok();
-    let mut outcomes = Vec::with_capacity(block.len() / 1024 + 1);
+    let mut out = Parsed {
+        records: Vec::with_capacity(block.len() / 1024 + 1),
+        findings: Vec::new(),
+    };
     let mut line = first_line;
     let mut start = 0;
     while start < block.len() {
@@ -647,11 +697,15 @@ fn parse_block(block: &[u8], first_line: u64, is_final_batch: bool) -> Vec<LineO
             Some(t) => LineText::Text(&t[start..end]),
             None => LineText::Bytes(&block[start..end]),
         };
-        outcomes.push(parse_line(this, line, is_final_batch && !terminated));
+        match parse_line(this, line, is_last_block && !terminated) {
+            LineOutcome::Record(r) => out.records.push(r),
+            LineOutcome::Blank => {}
+            LineOutcome::Bad(f) => out.findings.push(f),
+        }
         line += 1;
         start = next;
     }
-    outcomes
+    out
 }
 
 #[cfg(test)]

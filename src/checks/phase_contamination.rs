@@ -283,6 +283,9 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     let single_busy = (busy.len() == 1)
         .then(|| busy.iter().next().cloned())
         .flatten();
+    let slack_ns = (ctx.settings.phase.match_slack_ms * 1e6) as u64;
+    let mut prepared: std::collections::HashMap<ObservedAt, Vec<Candidate>> =
+        std::collections::HashMap::new();
     let mut problems: Vec<Problem> = Vec::new();
     for f in &found {
         for role in roles(f) {
@@ -314,15 +317,13 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
                 .zip(records)
                 .zip(single_busy.as_ref())
                 .and_then(|((sc, rs), ep)| {
-                    attribute(
-                        &sc.scrapes,
-                        rs,
-                        ep,
-                        &f.name,
-                        f.def.observed_at,
-                        role.as_deref(),
-                        ctx,
-                    )
+                    // Candidates depend only on when the metric is observed:
+                    // built once per kind, not once per metric.
+                    let at = f.def.observed_at;
+                    let prepared = prepared
+                        .entry(at)
+                        .or_insert_with(|| candidates(rs, at, slack_ns));
+                    attribute(&sc.scrapes, rs, prepared, ep, &f.name, role.as_deref(), ctx)
                 });
             report.repaired_from_raw_scrapes |= corrected.is_some();
             for (phase, series, exp, fnd, d, class) in [
@@ -1003,6 +1004,39 @@ fn points(scrapes: &[Scrape], endpoint: &str, name: &str, role: Option<&str>) ->
     pts
 }
 
+/// The successful requests as candidates for observations of a metric
+/// observed at `at`, sorted by the earliest time their observation can appear.
+fn candidates(records: &[Record], at: ObservedAt, slack: u64) -> Vec<Candidate> {
+    let mut cands: Vec<Candidate> = records
+        .iter()
+        .filter(|r| r.is_success())
+        .map(|r| {
+            let (event, known) = match at {
+                ObservedAt::Arrival => (r.request_start_ns, true),
+                ObservedAt::FirstToken => match r.first_token_ns() {
+                    Some(t) => (t, true),
+                    None => (r.request_end_ns, false),
+                },
+                ObservedAt::Completion => (r.request_end_ns, true),
+            };
+            let earliest = if known {
+                event.saturating_sub(slack)
+            } else {
+                r.request_start_ns
+            };
+            Candidate {
+                earliest,
+                event,
+                phase: r.phase,
+                floating: false,
+            }
+        })
+        .collect();
+    cands.sort_unstable_by_key(|c| (c.earliest, c.event));
+    cands
+}
+
+#[derive(Clone)]
 struct Candidate {
     /// Earliest time the server can have published its observation.
     earliest: u64,
@@ -1040,9 +1074,9 @@ struct Increment {
 fn attribute(
     scrapes: &[Scrape],
     records: &[Record],
+    prepared: &[Candidate],
     endpoint: &str,
     name: &str,
-    at: ObservedAt,
     role: Option<&str>,
     ctx: &Ctx,
 ) -> Option<Attribution> {
@@ -1051,32 +1085,7 @@ fn attribute(
         return None;
     }
     let slack = (ctx.settings.phase.match_slack_ms * 1e6) as u64;
-    let mut cands: Vec<Candidate> = records
-        .iter()
-        .filter(|r| r.is_success())
-        .map(|r| {
-            let (event, known) = match at {
-                ObservedAt::Arrival => (r.request_start_ns, true),
-                ObservedAt::FirstToken => match r.first_token_ns() {
-                    Some(t) => (t, true),
-                    None => (r.request_end_ns, false),
-                },
-                ObservedAt::Completion => (r.request_end_ns, true),
-            };
-            let earliest = if known {
-                event.saturating_sub(slack)
-            } else {
-                r.request_start_ns
-            };
-            Candidate {
-                earliest,
-                event,
-                phase: r.phase,
-                floating: false,
-            }
-        })
-        .collect();
-    cands.sort_unstable_by_key(|c| (c.earliest, c.event));
+    let mut cands: Vec<Candidate> = prepared.to_vec();
     // The baseline must predate every request, or earlier increments are lost.
     let first_start = records.iter().map(|r| r.request_start_ns).min();
     if first_start.is_some_and(|s| s <= pts[0].t) {
