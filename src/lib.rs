@@ -97,6 +97,21 @@ pub struct RunReport {
     pub findings: Vec<Finding>,
 }
 
+impl RunReport {
+    /// Findings of a severity.
+    pub fn count(&self, severity: Severity) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| f.severity == severity)
+            .count()
+    }
+
+    /// The most severe finding (the first of them).
+    pub fn worst(&self) -> Option<&Finding> {
+        self.findings.iter().rev().max_by_key(|f| f.severity)
+    }
+}
+
 /// Counts over all runs.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {

@@ -34,11 +34,9 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(out, "|---|---|---|---|---|---|---|")?;
     for run in &report.runs {
-        let n = |sev: Severity| run.findings.iter().filter(|f| f.severity == sev).count();
+        let n = |sev: Severity| run.count(sev);
         let worst = run
-            .findings
-            .iter()
-            .max_by_key(|f| f.severity)
+            .worst()
             .map(|f| {
                 let mut m: String = f.message.chars().take(160).collect();
                 if f.message.chars().count() > 160 {

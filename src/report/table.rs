@@ -83,12 +83,8 @@ fn render_compact(report: &Report, opts: Options, out: &mut dyn Write) -> io::Re
         "worst finding",
     ]);
     for run in &report.runs {
-        let n = |sev: Severity| run.findings.iter().filter(|f| f.severity == sev).count();
-        let worst = run
-            .findings
-            .iter()
-            .max_by_key(|f| f.severity)
-            .map(|f| f.code.as_str());
+        let n = |sev: Severity| run.count(sev);
+        let worst = run.worst().map(|f| f.code.as_str());
         runs.add_row(vec![
             Cell::new(&run.path),
             status_cell(run.status.as_str(), opts.colour),
@@ -185,7 +181,7 @@ fn render_run(run: &RunReport, opts: Options, out: &mut dyn Write) -> io::Result
     if !run.findings.is_empty() {
         writeln!(out, "{}", findings_table(&run.findings, opts))?;
     }
-    let count = |s: Severity| run.findings.iter().filter(|f| f.severity == s).count();
+    let count = |s: Severity| run.count(s);
     let verdict = match run.status {
         RunStatus::Error => "ERROR (the run could not be read)".to_string(),
         s => s.as_str().to_uppercase(),
