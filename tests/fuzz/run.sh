@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Fuzzes every reader (and a whole run) for SECONDS each (default 120), seeded
-# from the sample runs' own files. Any crash input is copied into
-# regressions/<target>/, which tests/fuzz_regressions.rs replays in CI.
+# from the sample runs' own files. Any input libFuzzer saves (crash, leak, oom,
+# timeout) is copied into regressions/<target>/, which
+# tests/fuzz_regressions.rs replays in CI. A leak report on the first input
+# that starts rayon's global pool (whose registry is never freed, by design)
+# does not reproduce when that input is replayed alone.
 #
 #   bash tests/fuzz/run.sh [SECONDS]
 # Needs cargo-fuzz (cargo install cargo-fuzz); with a stable toolchain,
@@ -33,10 +36,11 @@ for t in records_jsonl server_metrics_json summary_json scrapes_jsonl whole_run;
   echo "== $t ($secs s)"
   (cd "$root" && cargo fuzz run --fuzz-dir tests/fuzz "$t" -- -max_total_time="$secs" -max_len=262144 \
       -rss_limit_mb=2048 2>&1 | tail -n 3) || status=1
-  if ls "$here/artifacts/$t"/crash-* >/dev/null 2>&1; then
+  # crash-, leak-, oom- and timeout- inputs all become regression inputs.
+  if ls "$here/artifacts/$t"/*-* >/dev/null 2>&1; then
     mkdir -p "$here/regressions/$t"
-    cp "$here/artifacts/$t"/crash-* "$here/regressions/$t/"
-    echo "crash inputs copied to regressions/$t/"
+    cp "$here/artifacts/$t"/*-* "$here/regressions/$t/"
+    echo "inputs libFuzzer saved copied to regressions/$t/"
     status=1
   fi
 done
