@@ -125,18 +125,20 @@ fn out_of_order_and_backwards_timestamps() {
     assert_eq!(findings(run, "invalid-timestamps").len(), 1);
 }
 
+const ARTIFACTS: &[&str] = &[
+    "profile_export.jsonl",
+    "server_metrics_export.json",
+    "server_metrics_export.jsonl",
+    "profile_export_aiperf.json",
+    "phase_manifest.json",
+];
+
 /// Every sample artifact truncated in the middle, in one run: nothing panics
 /// and each file is named.
 #[test]
 fn every_artifact_truncated_at_once() {
     let (_t, dir) = copy_run("prefix-cache");
-    for name in [
-        "profile_export.jsonl",
-        "server_metrics_export.json",
-        "server_metrics_export.jsonl",
-        "profile_export_aiperf.json",
-        "phase_manifest.json",
-    ] {
+    for name in ARTIFACTS {
         let p = dir.join(name);
         let bytes = fs::read(&p).expect("read");
         fs::write(&p, &bytes[..bytes.len() / 3]).expect("write");
@@ -148,13 +150,7 @@ fn every_artifact_truncated_at_once() {
         .iter()
         .filter_map(|f| f["file"].as_str())
         .collect();
-    for name in [
-        "profile_export.jsonl",
-        "server_metrics_export.json",
-        "server_metrics_export.jsonl",
-        "profile_export_aiperf.json",
-        "phase_manifest.json",
-    ] {
-        assert!(files.contains(&name), "{name} not named: {files:?}");
+    for name in ARTIFACTS {
+        assert!(files.contains(name), "{name} not named: {files:?}");
     }
 }

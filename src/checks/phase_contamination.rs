@@ -563,28 +563,12 @@ impl Problem {
                 )
             })
             .unwrap_or_default();
-        let sum_bias = match (
-            self.found_sum_p,
-            self.corrected
-                .as_ref()
-                .and_then(|c| c.get(Phase::Profiling).sum),
-        ) {
-            (Some(found), Some(true_sum)) if true_sum != 0.0 => {
-                Some((found - true_sum) / true_sum * 100.0)
-            }
-            _ => None,
-        };
-        let avg_bias = match (
-            self.found_avg_p,
-            self.corrected
-                .as_ref()
-                .and_then(|c| c.get(Phase::Profiling).avg),
-        ) {
-            (Some(found), Some(true_avg)) if true_avg != 0.0 => {
-                Some((found - true_avg) / true_avg * 100.0)
-            }
-            _ => None,
-        };
+        // Bias of the published figure against the repaired one, percent.
+        let repaired = self.corrected.as_ref().map(|c| c.get(Phase::Profiling));
+        let sum_bias =
+            crate::stats::bias_pct(self.found_sum_p, repaired.as_ref().and_then(|c| c.sum));
+        let avg_bias =
+            crate::stats::bias_pct(self.found_avg_p, repaired.as_ref().and_then(|c| c.avg));
         let mk = |code: Code, what: String, sev: Severity| {
             let mut f = Finding::new(
                 code,
