@@ -246,12 +246,11 @@ fn restatus(checks: &mut Checks, findings: &[Finding]) {
         "cold_connections",
         checks.cold_connections.reason.is_some(),
     );
-    let prefix: Vec<Finding> = of("prefix_cache")
-        .into_iter()
-        .filter(|f| f.code != Code::CacheRateUnknown)
-        .collect();
-    checks.prefix_cache.status =
-        CheckStatus::from_findings(&prefix, checks.prefix_cache.reason.is_some());
+    redo(
+        &mut checks.prefix_cache.status,
+        "prefix_cache",
+        checks.prefix_cache.reason.is_some(),
+    );
 }
 
 /// Audits every run under `paths`, in parallel on the current rayon pool;

@@ -34,7 +34,8 @@ pub enum MetricType {
     Unknown,
 }
 
-/// Stats of any type: every field AIPerf may write, all optional.
+/// Stats of any type: the fields the checks read, all optional (the others
+/// AIPerf writes are skipped).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[allow(missing_docs)]
 pub struct Stats {
@@ -42,12 +43,8 @@ pub struct Stats {
     pub sum: Option<f64>,
     pub avg: Option<f64>,
     pub total: Option<f64>,
-    pub rate: Option<f64>,
     pub min: Option<f64>,
     pub max: Option<f64>,
-    pub p50_estimate: Option<f64>,
-    pub p90_estimate: Option<f64>,
-    pub p99_estimate: Option<f64>,
 }
 
 /// One timeslice of a series (only with `--slice-duration`).
@@ -57,7 +54,6 @@ pub struct Timeslice {
     pub start_ns: Option<u64>,
     pub end_ns: Option<u64>,
     pub total: Option<f64>,
-    pub count: Option<f64>,
 }
 
 /// One (endpoint, label set) series.

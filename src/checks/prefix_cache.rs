@@ -636,14 +636,8 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         _ => None,
     };
     let report = Report {
-        status: CheckStatus::from_findings(
-            &findings
-                .iter()
-                .filter(|f| f.code != Code::CacheRateUnknown)
-                .cloned()
-                .collect::<Vec<_>>(),
-            reason.is_some(),
-        ),
+        // cache-rate-unknown is info: it says why the status is unknown.
+        status: CheckStatus::from_findings(&findings, reason.is_some()),
         reason,
         client,
         client_warmup,
