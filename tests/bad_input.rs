@@ -104,8 +104,7 @@ fn wrong_types_name_the_field() {
             v = &mut v[*key];
         }
         v[path[path.len() - 1]] = bad.clone();
-        let text: Vec<String> = recs.iter().map(Value::to_string).collect();
-        fs::write(dir.join(JSONL), text.join("\n") + "\n").expect("write");
+        write_jsonl(&dir.join(JSONL), &recs);
         let (run, _) = audit(&dir);
         let f = findings(&run, "invalid-record");
         assert_eq!(f.len(), 1, "{field}");
@@ -123,8 +122,7 @@ fn nulls_and_huge_numbers_are_read_without_panicking() {
     recs[3]["metrics"]["time_to_first_token"]["value"] = Value::Null;
     recs[4]["metrics"]["request_latency"]["value"] = serde_json::json!(1e308);
     recs[5]["metadata"]["request_end_ns"] = serde_json::json!(1u64);
-    let text: Vec<String> = recs.iter().map(Value::to_string).collect();
-    fs::write(dir.join(JSONL), text.join("\n") + "\n").expect("write");
+    write_jsonl(&dir.join(JSONL), &recs);
     let (run, _) = audit(&dir);
     assert_eq!(parsed(&run), recs.len() as u64);
     assert_eq!(findings(&run, "invalid-timestamps").len(), 1);
@@ -256,8 +254,7 @@ fn duplicate_request_ids_name_both_lines() {
     let (_t, dir) = copy_run("clean");
     let mut recs = jsonl(&dir.join(JSONL));
     recs[7]["metadata"]["x_request_id"] = recs[2]["metadata"]["x_request_id"].clone();
-    let text: Vec<String> = recs.iter().map(Value::to_string).collect();
-    fs::write(dir.join(JSONL), text.join("\n") + "\n").expect("write");
+    write_jsonl(&dir.join(JSONL), &recs);
     let (run, _) = audit(&dir);
     let f = findings(&run, "duplicate-request-id");
     assert_eq!(f.len(), 1);
@@ -273,12 +270,7 @@ fn duplicate_request_ids_name_both_lines() {
 fn unrealised_configured_requests_are_reported() {
     let (_t, dir) = copy_run("clean");
     let recs = jsonl(&dir.join(JSONL));
-    let kept: Vec<String> = recs
-        .iter()
-        .take(recs.len() - 3)
-        .map(Value::to_string)
-        .collect();
-    fs::write(dir.join(JSONL), kept.join("\n") + "\n").expect("write");
+    write_jsonl(&dir.join(JSONL), &recs[..recs.len() - 3]);
     let (run, _) = audit(&dir);
     let f = findings(&run, "request-count-mismatch");
     assert_eq!(f.len(), 1);

@@ -116,8 +116,7 @@ fn out_of_order_and_backwards_timestamps() {
         .as_u64()
         .expect("start");
     recs[0]["metadata"]["request_end_ns"] = serde_json::json!(start - 1);
-    let text: Vec<String> = recs.iter().map(|r| r.to_string()).collect();
-    fs::write(&path, text.join("\n") + "\n").expect("write");
+    write_jsonl(&path, &recs);
     let (report, code) = json_report(&[&dir], &[]);
     let run = &report["runs"][0];
     assert_ne!(code, 2);

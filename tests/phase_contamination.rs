@@ -423,8 +423,7 @@ fn a_counter_reset_in_the_raw_scrapes_is_named() {
     {
         s["count"] = json!(0);
     }
-    let text: Vec<String> = scrapes.iter().map(Value::to_string).collect();
-    fs::write(&p, text.join("\n") + "\n").expect("write");
+    write_jsonl(&p, &scrapes);
     let (report, _) = json_report(&[&dir], &[]);
     let run = &report["runs"][0];
     let f = findings(run, "counter-reset");

@@ -70,6 +70,12 @@ pub fn jsonl(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// Writes records as JSON lines (each line ends in a newline).
+pub fn write_jsonl(path: &Path, records: &[Value]) {
+    let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+    fs::write(path, text).expect("write");
+}
+
 /// Raw records of a sample run (independent of the crate's reader).
 pub fn records(name: &str) -> Vec<Value> {
     jsonl(&run_dir(name).join("profile_export.jsonl"))
