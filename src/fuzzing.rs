@@ -12,6 +12,17 @@ pub fn records_jsonl(data: &[u8]) {
     let _ = records::read_from(&mut &data[..]);
 }
 
+/// One `profile_export.jsonl` line through the fast record scanner and the
+/// serde path: panics if the fast path accepts a line serde rejects or reads
+/// it differently (a differential target: here a panic is the finding).
+pub fn record_fast_path(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        for line in text.split('\n') {
+            records::assert_agrees(line);
+        }
+    }
+}
+
 /// `server_metrics_export.json` bytes through its typed reader and the
 /// prefix-cache formulas.
 pub fn server_metrics_json(data: &[u8]) {

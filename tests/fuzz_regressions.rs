@@ -32,6 +32,7 @@ fn fuzz_regressions_do_not_panic() {
     let summary = summary_bytes();
     let mut total = 0;
     total += replay("records_jsonl", &fuzzing::records_jsonl);
+    total += replay("record_fast_path", &fuzzing::record_fast_path);
     total += replay("server_metrics_json", &fuzzing::server_metrics_json);
     total += replay("summary_json", &fuzzing::summary_json);
     total += replay("scrapes_jsonl", &fuzzing::scrapes_jsonl);
@@ -45,6 +46,7 @@ fn entry_points_accept_the_sample_files() {
         let dir = run_dir(run);
         let read = |n: &str| fs::read(dir.join(n)).expect(n);
         fuzzing::records_jsonl(&read("profile_export.jsonl"));
+        fuzzing::record_fast_path(&read("profile_export.jsonl"));
         fuzzing::server_metrics_json(&read("server_metrics_export.json"));
         fuzzing::summary_json(&read("profile_export_aiperf.json"));
         fuzzing::scrapes_jsonl(&read("server_metrics_export.jsonl"));

@@ -23,6 +23,10 @@ use serde::Deserialize;
 
 use crate::findings::{Code, Finding};
 
+mod fast;
+#[doc(hidden)]
+pub use fast::assert_agrees;
+
 /// The file name AIPerf gives the per-request export.
 pub const FILE: &str = "profile_export.jsonl";
 
@@ -338,6 +342,12 @@ fn parse_line(text: LineText, line: u64, last_unterminated: bool) -> LineOutcome
     let (parsed, bytes) = match text {
         LineText::Text(t) => {
             let t = t.trim_ascii();
+            if t.is_empty() {
+                return LineOutcome::Blank;
+            }
+            if let Some(r) = fast::parse(t, line) {
+                return LineOutcome::Record(r);
+            }
             (serde_json::from_str::<RawRecord>(t), t.as_bytes())
         }
         LineText::Bytes(b) => {

@@ -262,31 +262,30 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
 
     let mut metrics = Vec::new();
     let mut noise = BTreeMap::new();
-    for &metric in KEY_METRICS {
-        // One sort per metric: the warm and cold lists are filtered out of
-        // the sorted one, which keeps them sorted.
-        let mut tagged: Vec<(f64, Temperature)> = temps
-            .iter()
-            .filter_map(|(r, t)| r.values.get(metric).map(|v| (v, *t)))
-            .collect();
-        if tagged.is_empty() {
+    // Every metric's values in one pass over the records (a pass per metric
+    // would walk the whole record vector six times), split by temperature.
+    let mut columns: Vec<[Vec<f64>; 3]> = KEY_METRICS.iter().map(|_| Default::default()).collect();
+    for (r, t) in &temps {
+        for (column, &metric) in columns.iter_mut().zip(KEY_METRICS) {
+            if let Some(v) = r.values.get(metric) {
+                column[0].push(v);
+                match t {
+                    Temperature::Warm => column[1].push(v),
+                    Temperature::Cold => column[2].push(v),
+                    Temperature::Unknown => {}
+                }
+            }
+        }
+    }
+    // All values in file order (the mean sums them in that order), warm, cold.
+    for (&metric, [mut all_v, mut warm_v, cold_v]) in KEY_METRICS.iter().zip(columns) {
+        if all_v.is_empty() {
             continue;
         }
-        tagged.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-        let only = |want: Option<Temperature>| -> Vec<f64> {
-            let keep = |t: &Temperature| want.is_none_or(|w| *t == w);
-            tagged
-                .iter()
-                .filter(|(_, t)| keep(t))
-                .map(|(v, _)| *v)
-                .collect()
-        };
-        let all_v = only(None);
-        let warm_v = only(Some(Temperature::Warm));
-        let cold_v = only(Some(Temperature::Cold));
+        // Percentiles by selection: linear time, no sort of the whole column.
         let (sa, sw) = (
-            stats::Summary::of_sorted(&all_v),
-            stats::Summary::of_sorted(&warm_v),
+            stats::Summary::of_values(&mut all_v),
+            stats::Summary::of_values(&mut warm_v),
         );
         let mut over = Vec::new();
         for &stat in STATS {

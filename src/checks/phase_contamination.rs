@@ -1104,18 +1104,22 @@ fn attribute(
                 (2, e) // in flight
             }
         };
-        let mut order = pending.clone();
-        order.sort_by_key(rank);
-        let chosen: Vec<usize> = order.iter().copied().take(k).collect();
-        let phases: BTreeSet<Phase> = pending.iter().map(|i| cands[*i].phase).collect();
-        let ambiguous = pending.len() > k && phases.len() > 1;
+        // Order the pending candidates; the first k are chosen, the rest stay
+        // pending in that order (a stable sort keeps ties in arrival order).
+        pending.sort_by_key(rank);
+        let take = k.min(pending.len());
+        let chosen: Vec<usize> = pending.drain(..take).collect();
+        let both_phases = |a: &[usize], b: &[usize]| {
+            let mut it = a.iter().chain(b).map(|i| cands[*i].phase);
+            it.next().is_some_and(|first| it.any(|p| p != first))
+        };
+        let ambiguous = !pending.is_empty() && both_phases(&chosen, &pending);
         if ambiguous {
-            for i in order.iter().skip(k) {
+            for i in &pending {
                 cands[*i].floating = true;
             }
         }
         unattributed += (k - chosen.len()) as u64;
-        pending.retain(|i| !chosen.contains(i));
         let dsum = match (a.sum, b.sum) {
             (Some(x), Some(y)) => y - x,
             _ => 0.0,

@@ -706,10 +706,21 @@ fn shortest_run(
     latest_first: bool,
     target: f64,
 ) -> Option<Vec<&Record>> {
-    rs.sort_by_key(|r| key(r));
-    if latest_first {
-        rs.reverse();
+    // Only the first 64 in order matter: select them, then sort those
+    // (ties broken by line, as a stable sort of the file order would).
+    let order = |a: &&Record, b: &&Record| {
+        let (ka, kb) = ((key(a), a.line), (key(b), b.line));
+        if latest_first {
+            kb.cmp(&ka)
+        } else {
+            ka.cmp(&kb)
+        }
+    };
+    if rs.len() > 64 {
+        rs.select_nth_unstable_by(63, order);
+        rs.truncate(64);
     }
+    rs.sort_unstable_by(order);
     let mut total = 0.0;
     for (i, r) in rs.iter().enumerate().take(64) {
         total += r.values.get(Metric::UsagePromptTokens)?;
@@ -840,6 +851,46 @@ fn prefill_groups(ok: Vec<&Record>) -> Vec<PrefillGroup> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::artifacts::records::Values;
+
+    #[test]
+    fn shortest_run_takes_requests_in_stable_order_among_many_with_ties() {
+        // 200 requests whose end times tie in pairs; prompt tokens 1, 2, 3, ...
+        let records: Vec<Record> = (0..200u64)
+            .map(|i| {
+                let mut v = Values::default();
+                v.set(Metric::UsagePromptTokens, Some((i + 1) as f64));
+                let mut r = Record::with_values(v);
+                r.line = i + 1;
+                r.request_start_ns = 1_000 - i / 2;
+                r.request_end_ns = 10_000 + i / 2;
+                r
+            })
+            .collect();
+        let refs = || records.iter().collect::<Vec<_>>();
+        let lines = |rs: Option<Vec<&Record>>| rs.map(|v| v.iter().map(|r| r.line).collect());
+        // Latest end first: lines 200, 199 (tie, later line first), 198, ...
+        let got: Option<Vec<u64>> = lines(shortest_run(
+            refs(),
+            |r| r.request_end_ns,
+            true,
+            200.0 + 199.0 + 198.0,
+        ));
+        assert_eq!(got, Some(vec![200, 199, 198]));
+        // Earliest start first: lines 199, 200 (start 901 both; earlier line first), 197, 198.
+        let got = lines(shortest_run(
+            refs(),
+            |r| r.request_start_ns,
+            false,
+            199.0 + 200.0 + 197.0,
+        ));
+        assert_eq!(got, Some(vec![199, 200, 197]));
+        // Nothing within the first 64 sums to the target.
+        assert_eq!(
+            lines(shortest_run(refs(), |r| r.request_end_ns, true, 0.25)),
+            None
+        );
+    }
 
     fn families(json: &str) -> Families {
         serde_json::from_str(json).expect("test JSON parses")

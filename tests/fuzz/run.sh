@@ -22,6 +22,11 @@ seed() { # target files...
   for f in "$@"; do cp "$f" "$here/corpus/$t/$(echo "$f" | md5sum | cut -c1-12)"; done
 }
 seed records_jsonl "$runs"/*/profile_export.jsonl
+# One line per input for the differential target (the first lines of each run).
+mkdir -p "$here/corpus/record_fast_path"
+for f in "$runs"/*/profile_export.jsonl; do
+  head -n 3 "$f" | split -l 1 - "$here/corpus/record_fast_path/$(basename "$(dirname "$f")")-"
+done
 seed server_metrics_json "$runs"/*/server_metrics_export.json
 seed summary_json "$runs"/*/profile_export_aiperf.json
 seed scrapes_jsonl "$runs"/*/server_metrics_export.jsonl
@@ -32,7 +37,7 @@ for r in "$runs"/*/; do
 done
 
 status=0
-for t in records_jsonl server_metrics_json summary_json scrapes_jsonl whole_run; do
+for t in records_jsonl record_fast_path server_metrics_json summary_json scrapes_jsonl whole_run; do
   echo "== $t ($secs s)"
   (cd "$root" && cargo fuzz run --fuzz-dir tests/fuzz "$t" -- -max_total_time="$secs" -max_len=262144 \
       -rss_limit_mb=2048 2>&1 | tail -n 3) || status=1

@@ -1,0 +1,42 @@
+//! Times each stage of auditing one run (load, model, each check, JSON), on
+//! the calling thread: where the time of `benches/bench.sh` goes.
+//!
+//!     cargo run --release --example stage_times -- RUN_DIR
+use std::time::Instant;
+
+use artifact_check::checks::{self, Ctx};
+use artifact_check::config::Settings;
+use artifact_check::model::RunModel;
+
+fn main() {
+    let dir = std::env::args().nth(1).expect("usage: stage_times RUN_DIR");
+    let dir = std::path::Path::new(&dir);
+    let settings = Settings::default();
+    let t = Instant::now();
+    let run = artifact_check::artifacts::load(dir);
+    let mut last = t.elapsed();
+    println!("load                {:8.3} s", last.as_secs_f64());
+    let model = RunModel::build(&run);
+    let ctx = Ctx {
+        run: &run,
+        model: &model,
+        settings: &settings,
+    };
+    let mut lap = |name: &str| {
+        let now = t.elapsed();
+        println!("{name:20}{:8.3} s", (now - last).as_secs_f64());
+        last = now;
+    };
+    lap("model");
+    let a = checks::artifacts::run(&ctx);
+    lap("artifacts");
+    let p = checks::phase_contamination::run(&ctx);
+    lap("phase_contamination");
+    let c = checks::cold_connections::run(&ctx);
+    lap("cold_connections");
+    let x = checks::prefix_cache::run(&ctx);
+    lap("prefix_cache");
+    let json = serde_json::to_string(&(&a.0, &p.0, &c.0, &x.0)).expect("json");
+    lap("report json");
+    println!("report: {} bytes", json.len());
+}

@@ -1,0 +1,569 @@
+//! The fast path for one `profile_export.jsonl` line.
+//!
+//! A scanner that knows the record's shape: it walks the line once, keeps the
+//! fields the checks use and skips the rest, validating the JSON grammar as
+//! it goes (strings are scanned eight bytes at a time). It accepts a strict
+//! subset of what the serde path accepts and, for every line it accepts,
+//! builds exactly the record the serde path builds; on anything else (an
+//! escape sequence, a wrong type, a missing or duplicate field, an error
+//! object, a number it would have to round differently, deep nesting) it
+//! gives up and returns `None`, and the caller parses the line with serde,
+//! which also produces the finding. So the fast path changes speed, never
+//! results: `tests/fuzz` holds a differential target that checks exactly
+//! that, and the unit tests below check it on the sample runs and on
+//! mutations of them.
+
+use std::num::NonZeroU64;
+
+use super::{Metric, Phase, Record, Values};
+
+/// Nesting deeper than this inside a skipped value: give up (serde's own
+/// limit is 128, and the fallback reports it).
+const MAX_DEPTH: u32 = 100;
+
+/// Parses a trimmed, non-empty line; `None` means "ask serde".
+pub(super) fn parse(line: &str, line_no: u64) -> Option<Record> {
+    let mut s = Scanner {
+        s: line,
+        b: line.as_bytes(),
+        i: 0,
+    };
+    let rec = s.record(line_no)?;
+    s.ws();
+    (s.i == s.b.len()).then_some(rec)
+}
+
+struct Scanner<'a> {
+    s: &'a str,
+    b: &'a [u8],
+    i: usize,
+}
+
+/// Bits of the fields seen, to refuse duplicates as serde does.
+#[derive(Default)]
+struct Seen(u32);
+
+impl Seen {
+    fn first(&mut self, bit: u32) -> Option<()> {
+        let mask = 1 << bit;
+        if self.0 & mask != 0 {
+            return None;
+        }
+        self.0 |= mask;
+        Some(())
+    }
+}
+
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// High bit set in every byte of `w` equal to `c`; exact for the lowest one.
+#[inline(always)]
+fn bytes_eq(w: u64, c: u8) -> u64 {
+    let x = w ^ (LO * c as u64);
+    x.wrapping_sub(LO) & !x & HI
+}
+
+impl<'a> Scanner<'a> {
+    #[inline(always)]
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    #[inline(always)]
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    /// Skips whitespace, then requires `c`.
+    #[inline(always)]
+    fn expect(&mut self, c: u8) -> Option<()> {
+        self.ws();
+        (self.peek()? == c).then(|| self.i += 1)
+    }
+
+    /// Skips whitespace, then eats `c` if it is next.
+    #[inline(always)]
+    fn eat(&mut self, c: u8) -> bool {
+        self.ws();
+        if self.peek() == Some(c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A string without escapes or control characters, at the cursor (after
+    /// whitespace). The line is `&str` and quotes are char boundaries, so the
+    /// slice is valid UTF-8.
+    #[inline(always)]
+    fn string(&mut self) -> Option<&'a str> {
+        self.expect(b'"')?;
+        let start = self.i;
+        let b = self.b;
+        let mut i = start;
+        while i + 8 <= b.len() {
+            let w = u64::from_le_bytes(b[i..i + 8].try_into().ok()?);
+            let control = w.wrapping_sub(LO * 0x20) & !w & HI;
+            let hit = bytes_eq(w, b'"') | bytes_eq(w, b'\\') | control;
+            if hit != 0 {
+                i += (hit.trailing_zeros() / 8) as usize;
+                break;
+            }
+            i += 8;
+        }
+        while i < b.len() && b[i] != b'"' && b[i] != b'\\' && b[i] >= 0x20 {
+            i += 1;
+        }
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        self.i = i + 1;
+        // Both ends are ASCII quotes, so char boundaries.
+        self.s.get(start..i)
+    }
+
+    /// `null`, if next.
+    #[inline(always)]
+    fn null(&mut self) -> bool {
+        self.ws();
+        if self.b[self.i..].starts_with(b"null") {
+            self.i += 4;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        self.b[self.i..]
+            .starts_with(word)
+            .then(|| self.i += word.len())
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.i;
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.i += 1;
+        }
+        self.i - start
+    }
+
+    /// A JSON number's extent; whether it is a plain non-negative integer.
+    fn number(&mut self) -> Option<(&'a str, bool)> {
+        self.ws();
+        let start = self.i;
+        let negative = self.peek() == Some(b'-');
+        if negative {
+            self.i += 1;
+        }
+        let first = self.peek()?;
+        let n = self.digits();
+        if n == 0 || (first == b'0' && n > 1) {
+            return None;
+        }
+        let mut integer = !negative;
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            if self.digits() == 0 {
+                return None;
+            }
+            integer = false;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.i += 1;
+            }
+            // Huge exponents: serde's range handling decides.
+            if !(1..=3).contains(&self.digits()) {
+                return None;
+            }
+            integer = false;
+        }
+        Some((self.s.get(start..self.i)?, integer))
+    }
+
+    /// A `u64` written as plain digits (what serde accepts for a `u64` field).
+    fn u64(&mut self) -> Option<u64> {
+        let (text, integer) = self.number()?;
+        if !integer {
+            return None;
+        }
+        text.parse().ok()
+    }
+
+    fn opt_u64(&mut self) -> Option<Option<u64>> {
+        if self.null() {
+            return Some(None);
+        }
+        self.u64().map(Some)
+    }
+
+    fn opt_u32(&mut self) -> Option<Option<u32>> {
+        match self.opt_u64()? {
+            None => Some(None),
+            Some(v) => u32::try_from(v).ok().map(Some),
+        }
+    }
+
+    fn opt_string(&mut self) -> Option<Option<&'a str>> {
+        if self.null() {
+            return Some(None);
+        }
+        self.string().map(Some)
+    }
+
+    /// Any JSON value, validated and dropped.
+    fn skip(&mut self, depth: u32) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.ws();
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b'{' => {
+                self.i += 1;
+                if self.eat(b'}') {
+                    return Some(());
+                }
+                loop {
+                    self.string()?;
+                    self.expect(b':')?;
+                    self.skip(depth + 1)?;
+                    if !self.eat(b',') {
+                        return self.expect(b'}');
+                    }
+                }
+            }
+            b'[' => {
+                self.i += 1;
+                if self.eat(b']') {
+                    return Some(());
+                }
+                loop {
+                    self.skip(depth + 1)?;
+                    if !self.eat(b',') {
+                        return self.expect(b']');
+                    }
+                }
+            }
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => self.number().map(drop),
+        }
+    }
+
+    /// Calls `field` for each key of an object, after its colon.
+    #[inline(always)]
+    fn object(&mut self, mut field: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+        self.expect(b'{')?;
+        if self.eat(b'}') {
+            return Some(());
+        }
+        loop {
+            let key = self.string()?;
+            self.expect(b':')?;
+            field(self, key)?;
+            if !self.eat(b',') {
+                return self.expect(b'}');
+            }
+        }
+    }
+
+    fn record(&mut self, line: u64) -> Option<Record> {
+        let mut meta = None;
+        let mut values = Values::default();
+        let mut seen = Seen::default();
+        self.object(|s, key| match key {
+            "metadata" => {
+                seen.first(0)?;
+                meta = Some(s.metadata()?);
+                Some(())
+            }
+            "metrics" => {
+                seen.first(1)?;
+                if !s.null() {
+                    s.metrics(&mut values)?;
+                }
+                Some(())
+            }
+            "error" => {
+                seen.first(2)?;
+                // Failed requests are rare: serde reads their error object.
+                s.null().then_some(())
+            }
+            _ => s.skip(1),
+        })?;
+        let m = meta?;
+        Some(Record {
+            line,
+            phase: m.phase?,
+            phase_index: m.phase_index,
+            session_num: m.session_num,
+            turn_index: m.turn_index,
+            x_request_id: m.x_request_id.map(Box::from),
+            conversation_id: m.conversation_id.map(Box::from),
+            request_start_ns: m.request_start_ns,
+            request_end_ns: m.request_end_ns,
+            request_ack_ns: m.request_ack_ns.and_then(NonZeroU64::new),
+            was_cancelled: m.was_cancelled,
+            error: None,
+            values,
+        })
+    }
+
+    fn metadata(&mut self) -> Option<Meta<'a>> {
+        let mut m = Meta::default();
+        let mut start = None;
+        let mut end = None;
+        let mut seen = Seen::default();
+        self.object(|s, key| {
+            match key {
+                "session_num" => {
+                    seen.first(0)?;
+                    m.session_num = s.opt_u64()?;
+                }
+                "request_start_ns" => {
+                    seen.first(1)?;
+                    start = Some(s.u64()?);
+                }
+                "request_end_ns" => {
+                    seen.first(2)?;
+                    end = Some(s.u64()?);
+                }
+                "request_ack_ns" => {
+                    seen.first(3)?;
+                    m.request_ack_ns = s.opt_u64()?;
+                }
+                "benchmark_phase" => {
+                    seen.first(4)?;
+                    m.phase = Some(match s.string()? {
+                        "warmup" => Phase::Warmup,
+                        "profiling" => Phase::Profiling,
+                        _ => return None,
+                    });
+                }
+                "phase_index" => {
+                    seen.first(5)?;
+                    m.phase_index = s.opt_u32()?;
+                }
+                "conversation_id" => {
+                    seen.first(6)?;
+                    m.conversation_id = s.opt_string()?;
+                }
+                "turn_index" => {
+                    seen.first(7)?;
+                    m.turn_index = s.opt_u32()?;
+                }
+                "x_request_id" => {
+                    seen.first(8)?;
+                    m.x_request_id = s.opt_string()?;
+                }
+                "was_cancelled" => {
+                    seen.first(9)?;
+                    s.ws();
+                    m.was_cancelled = match s.peek()? {
+                        b't' => s.literal(b"true").map(|_| true)?,
+                        b'f' => s.literal(b"false").map(|_| false)?,
+                        _ => return None,
+                    };
+                }
+                _ => s.skip(2)?,
+            }
+            Some(())
+        })?;
+        m.request_start_ns = start?;
+        m.request_end_ns = end?;
+        m.phase?;
+        Some(m)
+    }
+
+    fn metrics(&mut self, values: &mut Values) -> Option<()> {
+        let mut seen = Seen::default();
+        self.object(|s, key| match Metric::from_tag(key) {
+            Some(metric) => {
+                seen.first(metric as u32)?;
+                if s.null() {
+                    return Some(());
+                }
+                let v = s.metric_value()?;
+                values.set(metric, v);
+                Some(())
+            }
+            None => s.skip(2),
+        })
+    }
+
+    /// `{"value": number | null | [..], "unit": ..}`: the number, if any.
+    fn metric_value(&mut self) -> Option<Option<f64>> {
+        let mut value = None;
+        self.object(|s, key| {
+            if key != "value" {
+                return s.skip(3);
+            }
+            if value.is_some() {
+                return None;
+            }
+            s.ws();
+            value = Some(match s.peek()? {
+                b'n' => s.literal(b"null").map(|_| None)?,
+                b'[' => s.skip(3).map(|_| None)?,
+                _ => {
+                    let (text, integer) = s.number()?;
+                    let v = if integer {
+                        // serde visits a u64 and the record casts it; past
+                        // u64, serde reads a float: leave that to serde.
+                        text.parse::<u64>().ok()? as f64
+                    } else {
+                        text.parse::<f64>().ok().filter(|v| v.is_finite())?
+                    };
+                    Some(v)
+                }
+            });
+            Some(())
+        })?;
+        value
+    }
+}
+
+#[derive(Default)]
+struct Meta<'a> {
+    session_num: Option<u64>,
+    request_start_ns: u64,
+    request_end_ns: u64,
+    request_ack_ns: Option<u64>,
+    phase: Option<Phase>,
+    phase_index: Option<u32>,
+    conversation_id: Option<&'a str>,
+    turn_index: Option<u32>,
+    x_request_id: Option<&'a str>,
+    was_cancelled: bool,
+}
+
+/// The fast path against the serde path on one line (tests and fuzzing):
+/// panics if the fast path accepts a line and builds a different record.
+#[doc(hidden)]
+pub fn assert_agrees(line: &str) {
+    let line = line.trim_ascii();
+    if line.is_empty() {
+        return;
+    }
+    if let Some(fast) = parse(line, 1) {
+        let slow = serde_json::from_str::<super::RawRecord>(line)
+            .map_err(|e| e.to_string())
+            .and_then(|raw| super::convert(raw, 1).map_err(|(_, m)| m));
+        match slow {
+            Ok(slow) => assert!(
+                fast == slow && fast.values.0.map(f64::to_bits) == slow.values.0.map(f64::to_bits),
+                "fast and serde paths disagree on {line:?}:\n{fast:?}\n{slow:?}"
+            ),
+            Err(e) => panic!("fast path accepted a line serde rejects ({e}): {line:?}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_lines() -> Vec<String> {
+        let runs = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-artifacts/runs");
+        let mut lines = Vec::new();
+        for run in std::fs::read_dir(runs).expect("sample runs") {
+            let path = run.expect("entry").path().join("profile_export.jsonl");
+            let text = std::fs::read_to_string(&path).expect("sample records");
+            lines.extend(text.lines().map(str::to_owned));
+        }
+        lines
+    }
+
+    #[test]
+    fn takes_every_sample_line_and_agrees_with_serde() {
+        let lines = sample_lines();
+        assert!(lines.len() > 100);
+        let mut taken = 0;
+        for line in &lines {
+            assert_agrees(line);
+            taken += usize::from(parse(line, 1).is_some());
+        }
+        // The samples have no failed requests, so the fast path reads all.
+        assert_eq!(taken, lines.len());
+    }
+
+    #[test]
+    fn agrees_with_serde_on_every_truncation_and_byte_mutation_of_a_real_line() {
+        let lines = sample_lines();
+        let line = &lines[0];
+        for cut in 0..line.len() {
+            if line.is_char_boundary(cut) {
+                assert_agrees(&line[..cut]);
+            }
+        }
+        let replacements = [
+            "",
+            " ",
+            "\"",
+            "\\",
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            "0",
+            "-",
+            ".",
+            "e",
+            "null",
+            "1e999",
+            "\u{1}",
+            "x",
+            "true",
+            "01",
+            "-0",
+            "18446744073709551616",
+            "4294967296",
+        ];
+        let bytes = line.as_bytes();
+        for pos in (0..bytes.len()).filter(|&p| line.is_char_boundary(p)) {
+            for rep in replacements {
+                let end = (pos + 1..=line.len())
+                    .find(|&e| line.is_char_boundary(e))
+                    .unwrap_or(line.len());
+                let mutated = format!("{}{}{}", &line[..pos], rep, &line[end..]);
+                assert_agrees(&mutated);
+                let inserted = format!("{}{}{}", &line[..pos], rep, &line[pos..]);
+                assert_agrees(&inserted);
+            }
+        }
+    }
+
+    #[test]
+    fn gives_up_on_what_serde_must_judge() {
+        let lines = sample_lines();
+        let line = &lines[0];
+        let cases = [
+            line.replace("\"warmup\"", "\"cooldown\""),
+            line.replace("\"session_num\":0", "\"session_num\":0.0"),
+            line.replace("\"was_cancelled\":false", "\"was_cancelled\":null"),
+            line.replace("{\"metadata\"", "{\"error\":{\"code\":500},\"metadata\""),
+            line.replace("\"x_request_id\":\"", "\"x_request_id\":\"\\u0041"),
+            line.replace("\"unit\":\"ms\"", "\"value\":1,\"unit\":\"ms\""),
+            line.replace(
+                "\"request_end_ns\"",
+                "\"request_end_ns\":1,\"request_end_ns\"",
+            ),
+            format!("{line} x"),
+        ];
+        for case in &cases {
+            assert_ne!(case, line, "the replacement must apply");
+            assert!(parse(case, 1).is_none(), "fast path took {case:?}");
+            assert_agrees(case);
+        }
+    }
+}
