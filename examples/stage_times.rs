@@ -39,4 +39,8 @@ fn main() {
     let json = serde_json::to_string(&(&a.0, &p.0, &c.0, &x.0)).expect("json");
     lap("report json");
     println!("report: {} bytes", json.len());
+    println!(
+        "record: {} bytes inline",
+        std::mem::size_of::<artifact_check::artifacts::records::Record>()
+    );
 }

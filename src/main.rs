@@ -76,7 +76,8 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
         Some(path) => clean::write_atomic(path, |w| report::render(format, &report, opts, w))
             .with_context(|| format!("writing {}", path.display()))?,
         None => {
-            let mut out = io::stdout().lock();
+            // Stdout is line-buffered: a big JSON report would be a write per line.
+            let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
             report::render(format, &report, opts, &mut out)?;
             out.flush()?;
         }

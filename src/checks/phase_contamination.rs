@@ -287,6 +287,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     let mut prepared: std::collections::HashMap<ObservedAt, Vec<Candidate>> =
         std::collections::HashMap::new();
     let mut problems: Vec<Problem> = Vec::new();
+    let mut first_start: Option<Option<u64>> = None;
     for f in &found {
         for role in roles(f) {
             let kind = f.profiling.or(f.warmup).map(|x| x.kind).unwrap_or_default();
@@ -323,7 +324,17 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
                     let prepared = prepared
                         .entry(at)
                         .or_insert_with(|| candidates(rs, at, slack_ns));
-                    attribute(&sc.scrapes, rs, prepared, ep, &f.name, role.as_deref(), ctx)
+                    let first_start = *first_start
+                        .get_or_insert_with(|| rs.iter().map(|r| r.request_start_ns).min());
+                    attribute(
+                        &sc.scrapes,
+                        first_start,
+                        prepared,
+                        ep,
+                        &f.name,
+                        role.as_deref(),
+                        ctx,
+                    )
                 });
             report.repaired_from_raw_scrapes |= corrected.is_some();
             for (phase, series, exp, fnd, d, class) in [
@@ -1057,7 +1068,7 @@ struct Increment {
 /// the bucket ranges of the uncertain increments.
 fn attribute(
     scrapes: &[Scrape],
-    records: &[Record],
+    first_start: Option<u64>,
     prepared: &[Candidate],
     endpoint: &str,
     name: &str,
@@ -1071,7 +1082,6 @@ fn attribute(
     let slack = (ctx.settings.phase.match_slack_ms * 1e6) as u64;
     let mut cands: Vec<Candidate> = prepared.to_vec();
     // The baseline must predate every request, or earlier increments are lost.
-    let first_start = records.iter().map(|r| r.request_start_ns).min();
     if first_start.is_some_and(|s| s <= pts[0].t) {
         return None;
     }
@@ -1104,10 +1114,16 @@ fn attribute(
                 (2, e) // in flight
             }
         };
-        // Order the pending candidates; the first k are chosen, the rest stay
-        // pending in that order (a stable sort keeps ties in arrival order).
-        pending.sort_by_key(rank);
+        // The first k pending candidates by rank are chosen; ties go in
+        // arrival order (the candidate index). Selecting them is linear in
+        // the pending candidates, which a run whose server counted far fewer
+        // observations than it had requests can pile up.
+        let key = |i: &usize| (rank(i), *i);
         let take = k.min(pending.len());
+        if take < pending.len() {
+            pending.select_nth_unstable_by_key(take, key);
+        }
+        pending[..take].sort_unstable_by_key(key);
         let chosen: Vec<usize> = pending.drain(..take).collect();
         let both_phases = |a: &[usize], b: &[usize]| {
             let mut it = a.iter().chain(b).map(|i| cands[*i].phase);
