@@ -262,23 +262,21 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
 
     let mut metrics = Vec::new();
     let mut noise = BTreeMap::new();
-    // Every metric's values in one pass over the records (a pass per metric
-    // would walk the whole record vector six times), split by temperature.
-    let mut columns: Vec<[Vec<f64>; 3]> = KEY_METRICS.iter().map(|_| Default::default()).collect();
-    for (r, t) in &temps {
-        for (column, &metric) in columns.iter_mut().zip(KEY_METRICS) {
+    for &metric in KEY_METRICS {
+        // All values in file order (the mean sums them in that order), and
+        // the warm and cold ones. A metric at a time: three columns of one
+        // metric are a few MB even for a million records.
+        let (mut all_v, mut warm_v, mut cold_v) = (Vec::new(), Vec::new(), Vec::new());
+        for (r, t) in &temps {
             if let Some(v) = r.values.get(metric) {
-                column[0].push(v);
+                all_v.push(v);
                 match t {
-                    Temperature::Warm => column[1].push(v),
-                    Temperature::Cold => column[2].push(v),
+                    Temperature::Warm => warm_v.push(v),
+                    Temperature::Cold => cold_v.push(v),
                     Temperature::Unknown => {}
                 }
             }
         }
-    }
-    // All values in file order (the mean sums them in that order), warm, cold.
-    for (&metric, [mut all_v, mut warm_v, cold_v]) in KEY_METRICS.iter().zip(columns) {
         if all_v.is_empty() {
             continue;
         }
