@@ -233,8 +233,13 @@ fn summary_agreement(
         let Some(entry) = s.metrics.get(metric.tag()) else {
             continue;
         };
-        let values = stats::sorted(profiling.iter().filter_map(|r| r.values.get(metric)));
-        let mine = stats::Summary::of_sorted(&values);
+        // Values are finite (the reader drops the rest); file order, then
+        // percentiles by selection.
+        let mut values: Vec<f64> = profiling
+            .iter()
+            .filter_map(|r| r.values.get(metric))
+            .collect();
+        let mine = stats::Summary::of_values(&mut values);
         let pairs = [
             ("count", entry.count, Some(values.len() as f64)),
             ("avg", entry.avg, mine.mean),
