@@ -405,6 +405,10 @@ impl<'a> Scanner<'a> {
         self.object(|s, key| match Metric::from_tag(key) {
             Some(metric) => {
                 seen.first(metric as u32)?;
+                if let Some((text, integer)) = s.usual_metric() {
+                    values.set(metric, Some(number_value(text, integer)?));
+                    return Some(());
+                }
                 if s.null() {
                     return Some(());
                 }
@@ -412,8 +416,46 @@ impl<'a> Scanner<'a> {
                 values.set(metric, v);
                 Some(())
             }
-            None => s.skip(2),
+            None => match s.usual_metric() {
+                Some(_) => Some(()),
+                None => s.skip(2),
+            },
         })
+    }
+
+    /// The usual metric object, `{"value":NUMBER,"unit":"..."}` without
+    /// whitespace: its number's text and whether that is an integer, read
+    /// without the general object walk. `None`, with the cursor where it
+    /// was, for anything else (which the general path then reads).
+    #[inline(always)]
+    fn usual_metric(&mut self) -> Option<(&'a str, bool)> {
+        let start = self.i;
+        let found = self.usual_metric_at_cursor();
+        if found.is_none() {
+            self.i = start;
+        }
+        found
+    }
+
+    #[inline(always)]
+    fn usual_metric_at_cursor(&mut self) -> Option<(&'a str, bool)> {
+        const VALUE: &[u8] = b"{\"value\":";
+        const UNIT: &[u8] = b",\"unit\":";
+        if !self.b[self.i..].starts_with(VALUE) {
+            return None;
+        }
+        self.i += VALUE.len();
+        let number = self.number()?;
+        if !self.b[self.i..].starts_with(UNIT) {
+            return None;
+        }
+        self.i += UNIT.len();
+        self.string()?;
+        if self.peek() != Some(b'}') {
+            return None;
+        }
+        self.i += 1;
+        Some(number)
     }
 
     /// `{"value": number | null | [..], "unit": ..}`: the number, if any.
@@ -432,19 +474,24 @@ impl<'a> Scanner<'a> {
                 b'[' => s.skip(3).map(|_| None)?,
                 _ => {
                     let (text, integer) = s.number()?;
-                    let v = if integer {
-                        // serde visits a u64 and the record casts it; past
-                        // u64, serde reads a float: leave that to serde.
-                        text.parse::<u64>().ok()? as f64
-                    } else {
-                        text.parse::<f64>().ok().filter(|v| v.is_finite())?
-                    };
-                    Some(v)
+                    Some(number_value(text, integer)?)
                 }
             });
             Some(())
         })?;
         value
+    }
+}
+
+/// A metric's number as serde reads it into the record: serde visits an
+/// integer as a u64 and the record casts it (past u64, serde reads a float:
+/// left to serde); a float must be finite.
+#[inline(always)]
+fn number_value(text: &str, integer: bool) -> Option<f64> {
+    if integer {
+        text.parse::<u64>().ok().map(|v| v as f64)
+    } else {
+        text.parse::<f64>().ok().filter(|v| v.is_finite())
     }
 }
 
