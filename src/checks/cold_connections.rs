@@ -17,6 +17,7 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{CheckStatus, Ctx};
@@ -262,87 +263,18 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
 
     let mut metrics = Vec::new();
     let mut noise = BTreeMap::new();
-    for &metric in KEY_METRICS {
-        // All values in file order (the mean sums them in that order), and
-        // the warm and cold ones. A metric at a time: three columns of one
-        // metric are a few MB even for a million records.
-        let (mut all_v, mut warm_v, mut cold_v) = (Vec::new(), Vec::new(), Vec::new());
-        for (r, t) in &temps {
-            if let Some(v) = r.values.get(metric) {
-                all_v.push(v);
-                match t {
-                    Temperature::Warm => warm_v.push(v),
-                    Temperature::Cold => cold_v.push(v),
-                    Temperature::Unknown => {}
-                }
-            }
+    // The metrics in parallel (each a pass over the records and two
+    // selections); results in metric order.
+    let per_metric: Vec<_> = KEY_METRICS
+        .par_iter()
+        .map(|&m| metric_effect(m, &temps, cold.len(), s))
+        .collect();
+    for (metric, effect) in KEY_METRICS.iter().zip(per_metric) {
+        if let Some((stats, n, finding)) = effect {
+            metrics.extend(stats);
+            findings.extend(finding);
+            noise.insert(metric.tag(), n);
         }
-        if all_v.is_empty() {
-            continue;
-        }
-        // Percentiles by selection: linear time, no sort of the whole column.
-        let (sa, sw) = (
-            stats::Summary::of_values(&mut all_v),
-            stats::Summary::of_values(&mut warm_v),
-        );
-        let mut over = Vec::new();
-        for &stat in STATS {
-            let bias = stats::bias_pct(sa.get(stat), sw.get(stat));
-            if let Some(b) = bias {
-                if b.abs() > s.bias_pct && warm_v.len() >= s.min_warm {
-                    over.push((stat, b, sa.get(stat), sw.get(stat)));
-                }
-            }
-            metrics.push(MetricStat {
-                metric: metric.tag(),
-                stat,
-                all: sa.get(stat),
-                warm_only: sw.get(stat),
-                bias_pct: bias,
-                count_all: all_v.len(),
-                count_warm: warm_v.len(),
-            });
-        }
-        let n = noise_of(&cold_v, &warm_v, s.min_warm);
-        if !over.is_empty() {
-            let worst = over.iter().map(|o| o.1.abs()).fold(0.0, f64::max);
-            let listed: Vec<String> = over
-                .iter()
-                .map(|(stat, b, all, warm)| {
-                    format!(
-                        "{stat} {} vs {} warm-only ({b:+.1} %)",
-                        fmt(*all),
-                        fmt(*warm)
-                    )
-                })
-                .collect();
-            let noise_note = match n.larger_than_noise {
-                Some(true) => "; the cold/warm difference of means is larger than noise",
-                Some(false) => "; the cold/warm difference of means is within noise",
-                None => "",
-            };
-            let mut f = Finding::new(
-                Code::ColdConnectionBias,
-                format!(
-                    "{}: {} cold request(s) move {}{noise_note}",
-                    metric.tag(),
-                    cold.len(),
-                    listed.join(", ")
-                ),
-            )
-            .file(records::FILE)
-            .field(format!("metrics.{}", metric.tag()))
-            .expected_found(
-                over.iter().map(|o| (o.0, o.3)).collect::<Vec<_>>(),
-                over.iter().map(|o| (o.0, o.2)).collect::<Vec<_>>(),
-            )
-            .effect("max_abs_bias", worst, "%");
-            for (_, b, _, _) in &over {
-                f = f.effect("bias", *b, "%");
-            }
-            findings.push(f);
-        }
-        noise.insert(metric.tag(), n);
     }
 
     let mut connection_overhead_share = None;
@@ -401,6 +333,98 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         noise,
     };
     (report, findings)
+}
+
+/// One metric's all vs warm-only statistics, its noise test and its bias
+/// finding; `None` when no successful profiling record has the metric.
+fn metric_effect(
+    metric: Metric,
+    temps: &[(&Record, Temperature)],
+    cold_requests: usize,
+    s: &ColdSettings,
+) -> Option<(Vec<MetricStat>, Noise, Option<Finding>)> {
+    // All values in file order (the mean sums them in that order), and
+    // the warm and cold ones: three columns of one metric, a few MB even for
+    // a million records.
+    let (mut all_v, mut warm_v, mut cold_v) = (Vec::new(), Vec::new(), Vec::new());
+    for (r, t) in temps {
+        if let Some(v) = r.values.get(metric) {
+            all_v.push(v);
+            match t {
+                Temperature::Warm => warm_v.push(v),
+                Temperature::Cold => cold_v.push(v),
+                Temperature::Unknown => {}
+            }
+        }
+    }
+    if all_v.is_empty() {
+        return None;
+    }
+    // Percentiles by selection: linear time, no sort of the whole column.
+    let (sa, sw) = (
+        stats::Summary::of_values(&mut all_v),
+        stats::Summary::of_values(&mut warm_v),
+    );
+    let mut metrics = Vec::new();
+    let mut over = Vec::new();
+    for &stat in STATS {
+        let bias = stats::bias_pct(sa.get(stat), sw.get(stat));
+        if let Some(b) = bias {
+            if b.abs() > s.bias_pct && warm_v.len() >= s.min_warm {
+                over.push((stat, b, sa.get(stat), sw.get(stat)));
+            }
+        }
+        metrics.push(MetricStat {
+            metric: metric.tag(),
+            stat,
+            all: sa.get(stat),
+            warm_only: sw.get(stat),
+            bias_pct: bias,
+            count_all: all_v.len(),
+            count_warm: warm_v.len(),
+        });
+    }
+    let n = noise_of(&cold_v, &warm_v, s.min_warm);
+    let mut finding = None;
+    if !over.is_empty() {
+        let worst = over.iter().map(|o| o.1.abs()).fold(0.0, f64::max);
+        let listed: Vec<String> = over
+            .iter()
+            .map(|(stat, b, all, warm)| {
+                format!(
+                    "{stat} {} vs {} warm-only ({b:+.1} %)",
+                    fmt(*all),
+                    fmt(*warm)
+                )
+            })
+            .collect();
+        let noise_note = match n.larger_than_noise {
+            Some(true) => "; the cold/warm difference of means is larger than noise",
+            Some(false) => "; the cold/warm difference of means is within noise",
+            None => "",
+        };
+        let mut f = Finding::new(
+            Code::ColdConnectionBias,
+            format!(
+                "{}: {} cold request(s) move {}{noise_note}",
+                metric.tag(),
+                cold_requests,
+                listed.join(", ")
+            ),
+        )
+        .file(records::FILE)
+        .field(format!("metrics.{}", metric.tag()))
+        .expected_found(
+            over.iter().map(|o| (o.0, o.3)).collect::<Vec<_>>(),
+            over.iter().map(|o| (o.0, o.2)).collect::<Vec<_>>(),
+        )
+        .effect("max_abs_bias", worst, "%");
+        for (_, b, _, _) in &over {
+            f = f.effect("bias", *b, "%");
+        }
+        finding = Some(f);
+    }
+    Some((metrics, n, finding))
 }
 
 fn fmt(v: Option<f64>) -> String {
