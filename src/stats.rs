@@ -116,6 +116,116 @@ impl Summary {
     }
 }
 
+/// Bucket-estimated percentiles of a histogram.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Percentiles {
+    /// Median.
+    pub p50: Option<f64>,
+    /// 90th percentile.
+    pub p90: Option<f64>,
+    /// 99th percentile.
+    pub p99: Option<f64>,
+}
+
+impl Percentiles {
+    /// The three percentiles of cumulative `buckets` by [`histogram_quantile`].
+    pub fn of_buckets(buckets: &[(f64, f64)]) -> Percentiles {
+        Percentiles {
+            p50: histogram_quantile(0.5, buckets),
+            p90: histogram_quantile(0.9, buckets),
+            p99: histogram_quantile(0.99, buckets),
+        }
+    }
+
+    /// Each percentile's bias of `self` over `base`, in percent.
+    pub fn bias_pct(&self, base: &Percentiles) -> Percentiles {
+        Percentiles {
+            p50: bias_pct(self.p50, base.p50),
+            p90: bias_pct(self.p90, base.p90),
+            p99: bias_pct(self.p99, base.p99),
+        }
+    }
+
+    /// `(name, value)` of the known percentiles.
+    pub fn known(&self) -> impl Iterator<Item = (&'static str, f64)> {
+        [("p50", self.p50), ("p90", self.p90), ("p99", self.p99)]
+            .into_iter()
+            .filter_map(|(n, v)| Some((n, v?)))
+    }
+}
+
+/// A quantile estimated from cumulative histogram buckets the way
+/// Prometheus' `histogram_quantile` does: `buckets` are `(le, cumulative
+/// count)` ascending by `le`, the last one `+Inf`; the quantile is
+/// interpolated linearly inside the bucket its rank falls in (from 0 for the
+/// first bucket), and a rank in the `+Inf` bucket gives the highest finite
+/// bound. `None` without observations or without a `+Inf` bucket.
+pub fn histogram_quantile(q: f64, buckets: &[(f64, f64)]) -> Option<f64> {
+    let (&(last_le, total), finite) = buckets.split_last()?;
+    if last_le != f64::INFINITY || total <= 0.0 || !(0.0..=1.0).contains(&q) {
+        return None;
+    }
+    let rank = q * total;
+    let b = buckets.iter().position(|(_, c)| *c >= rank)?;
+    if b == finite.len() {
+        return finite.last().map(|x| x.0);
+    }
+    let (le, cum) = buckets[b];
+    if b == 0 && le <= 0.0 {
+        return Some(le);
+    }
+    let (start, below) = if b == 0 { (0.0, 0.0) } else { buckets[b - 1] };
+    let in_bucket = cum - below;
+    if in_bucket <= 0.0 {
+        return Some(le);
+    }
+    Some(start + (le - start) * ((rank - below) / in_bucket))
+}
+
+/// Parses an exported bucket map (`le` string to cumulative count), summing
+/// several series' maps; `None` if a series has no buckets, a bound does not
+/// parse, or there is no `+Inf` bucket.
+pub fn merge_buckets<'a>(
+    maps: impl IntoIterator<Item = Option<&'a std::collections::BTreeMap<String, f64>>>,
+) -> Option<Vec<(f64, f64)>> {
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for map in maps {
+        for (le, c) in map? {
+            let le: f64 = match le.as_str() {
+                "+Inf" | "Inf" | "inf" => f64::INFINITY,
+                other => other.parse().ok()?,
+            };
+            match out.iter_mut().find(|x| x.0 == le) {
+                Some(x) => x.1 += c,
+                None => out.push((le, *c)),
+            }
+        }
+    }
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    (out.last()?.0 == f64::INFINITY).then_some(out)
+}
+
+/// Removes `n` observations from cumulative `buckets`, from the lowest
+/// buckets up (`from_top` false) or from the highest down: the two extremes
+/// of where `n` unknown observations could have been.
+pub fn remove_observations(buckets: &[(f64, f64)], n: f64, from_top: bool) -> Vec<(f64, f64)> {
+    let total = buckets.last().map_or(0.0, |x| x.1);
+    let n = n.clamp(0.0, total);
+    buckets
+        .iter()
+        .map(|&(le, cum)| {
+            let c = if from_top {
+                // The top n observations gone: nothing below changes until
+                // the cumulative count passes total - n.
+                cum.min(total - n)
+            } else {
+                (cum - n).max(0.0)
+            };
+            (le, c)
+        })
+        .collect()
+}
+
 /// Welch's t confidence interval for `mean(a) - mean(b)`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct DiffInterval {
@@ -207,6 +317,50 @@ mod tests {
                 (a, b) => assert_eq!(a, b),
             }
         }
+    }
+
+    #[test]
+    fn histogram_quantile_interpolates_like_prometheus() {
+        // 10 observations: 2 in (0, 0.1], 6 in (0.1, 0.5], 2 in (0.5, 1].
+        let b = [(0.1, 2.0), (0.5, 8.0), (1.0, 10.0), (f64::INFINITY, 10.0)];
+        // rank 5 falls in the second bucket: 0.1 + 0.4 * (5 - 2) / 6 = 0.3.
+        assert!((histogram_quantile(0.5, &b).unwrap_or(0.0) - 0.3).abs() < 1e-12);
+        // rank 9.9 in the third: 0.5 + 0.5 * (9.9 - 8) / 2 = 0.975.
+        assert!((histogram_quantile(0.99, &b).unwrap_or(0.0) - 0.975).abs() < 1e-12);
+        // rank 1 in the first bucket, from 0: 0.1 * 1 / 2.
+        assert!((histogram_quantile(0.1, &b).unwrap_or(0.0) - 0.05).abs() < 1e-12);
+        // A rank in +Inf gives the highest finite bound.
+        let inf = [(1.0, 1.0), (f64::INFINITY, 4.0)];
+        assert_eq!(histogram_quantile(0.9, &inf), Some(1.0));
+        assert_eq!(
+            histogram_quantile(0.5, &[(1.0, 0.0), (f64::INFINITY, 0.0)]),
+            None
+        );
+        assert_eq!(histogram_quantile(0.5, &[(1.0, 3.0)]), None);
+    }
+
+    #[test]
+    fn buckets_merge_across_series_and_observations_come_off_either_end() {
+        let a: std::collections::BTreeMap<String, f64> = [
+            ("0.5".to_string(), 1.0),
+            ("1".to_string(), 2.0),
+            ("+Inf".to_string(), 2.0),
+        ]
+        .into();
+        let b = a.clone();
+        let merged = merge_buckets([Some(&a), Some(&b)]).expect("merged");
+        assert_eq!(merged, vec![(0.5, 2.0), (1.0, 4.0), (f64::INFINITY, 4.0)]);
+        assert_eq!(merge_buckets([Some(&a), None]), None);
+        // One off the top: the (0.5, 1] bucket loses it.
+        assert_eq!(
+            remove_observations(&merged, 1.0, true),
+            vec![(0.5, 2.0), (1.0, 3.0), (f64::INFINITY, 3.0)]
+        );
+        // One off the bottom: the first bucket loses it.
+        assert_eq!(
+            remove_observations(&merged, 1.0, false),
+            vec![(0.5, 1.0), (1.0, 3.0), (f64::INFINITY, 3.0)]
+        );
     }
 
     #[test]

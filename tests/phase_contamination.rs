@@ -28,8 +28,17 @@ fn row<'a>(run: &'a Value, metric: &str, phase: &str) -> &'a Value {
 /// Ground truth: per (metric, phase), the count and sum of the observations
 /// the server published for the requests of that phase.
 fn ledger_truth(name: &str) -> HashMap<(String, String), (u64, f64)> {
+    ledger_values(name)
+        .into_iter()
+        .map(|(k, v)| (k, (v.len() as u64, v.iter().sum())))
+        .collect()
+}
+
+/// Ground truth: per (metric, phase), the values of the observations the
+/// server published for the requests of that phase.
+fn ledger_values(name: &str) -> HashMap<(String, String), Vec<f64>> {
     let phases = phase_of(name);
-    let mut truth: HashMap<(String, String), (u64, f64)> = HashMap::new();
+    let mut truth: HashMap<(String, String), Vec<f64>> = HashMap::new();
     for e in ledger(name) {
         let obs: Vec<(String, f64, String)> = match e["event"].as_str() {
             Some("request") => {
@@ -56,12 +65,58 @@ fn ledger_truth(name: &str) -> HashMap<(String, String), (u64, f64)> {
         };
         for (metric, value, id) in obs {
             let phase = phases.get(&id).cloned().unwrap_or_else(|| "unknown".into());
-            let t = truth.entry((metric, phase)).or_default();
-            t.0 += 1;
-            t.1 += value;
+            truth.entry((metric, phase)).or_default().push(value);
         }
     }
     truth
+}
+
+/// Cumulative buckets of `values` over the bounds `les` (`value <= le`, as
+/// the server counts), `+Inf` last.
+fn bucketed(values: &[f64], les: &[f64]) -> Vec<(f64, f64)> {
+    les.iter()
+        .map(|le| (*le, values.iter().filter(|v| **v <= *le).count() as f64))
+        .collect()
+}
+
+/// Prometheus' histogram_quantile, written out here independently of the
+/// crate's: the rank's bucket, linear inside it from its lower bound (0 for
+/// the first), the highest finite bound for a rank in +Inf.
+fn prom_quantile(q: f64, b: &[(f64, f64)]) -> f64 {
+    let total = b.last().expect("+Inf").1;
+    let rank = q * total;
+    let i = b.iter().position(|x| x.1 >= rank).expect("bucket");
+    if i == b.len() - 1 {
+        return b[i - 1].0;
+    }
+    let (lo, below) = if i == 0 { (0.0, 0.0) } else { b[i - 1] };
+    lo + (b[i].0 - lo) * (rank - below) / (b[i].1 - below)
+}
+
+/// The bucket bounds a metric is exported with, ascending, `+Inf` last.
+fn export_les(run: &str, metric: &str) -> Vec<f64> {
+    let export: Value = serde_json::from_str(
+        &fs::read_to_string(run_dir(run).join("server_metrics_export.json")).expect("export"),
+    )
+    .expect("json");
+    let mut les: Vec<f64> = export["metrics"][metric]["series"][0]["buckets"]
+        .as_object()
+        .expect("buckets")
+        .keys()
+        .map(|k| {
+            if k == "+Inf" {
+                f64::INFINITY
+            } else {
+                k.parse().expect("le")
+            }
+        })
+        .collect();
+    les.sort_by(f64::total_cmp);
+    les
+}
+
+fn stats_of(p: &Value) -> [f64; 3] {
+    ["p50", "p90", "p99"].map(|k| p[k].as_f64().expect(k))
 }
 
 /// The seed reproducer: 6/0 prefill observations for 5/1 requests are a late
@@ -457,4 +512,119 @@ fn manifest_counts_are_held_to_the_records() {
     assert_eq!(f.len(), 1);
     assert_eq!(f[0]["expected"], 16);
     assert_eq!(f[0]["found"], 15);
+}
+
+/// An exact repair carries the phase's own buckets: on the clean run they are
+/// the ledger's observations bucketed with the export's bounds, and the
+/// percentiles estimated from them are Prometheus' (zero bias: nothing crossed).
+#[test]
+fn exact_repair_buckets_and_percentiles_equal_the_ledger() {
+    let (run, _) = sample("clean");
+    let truth = ledger_values("clean");
+    let mut checked = 0;
+    for m in rows_all(&run) {
+        let Some(buckets) = m["corrected"]["buckets"].as_object() else {
+            continue;
+        };
+        let metric = m["metric"].as_str().expect("metric");
+        let key = (
+            metric.to_string(),
+            m["phase"].as_str().expect("phase").to_string(),
+        );
+        let les = export_les("clean", metric);
+        let want = bucketed(&truth[&key], &les);
+        let got: Vec<(f64, f64)> = les
+            .iter()
+            .map(|le| {
+                let k = if le.is_infinite() {
+                    "+Inf".to_string()
+                } else {
+                    le.to_string()
+                };
+                (*le, buckets[&k].as_f64().expect("count"))
+            })
+            .collect();
+        assert_eq!(got, want, "{key:?}");
+        let p = stats_of(&m["corrected"]["percentiles"]);
+        for (got, q) in p.iter().zip([0.5, 0.9, 0.99]) {
+            let want = prom_quantile(q, &want);
+            assert!(
+                (got - want).abs() < 1e-9 * want.abs().max(1.0),
+                "{key:?} q{q}: {got} vs {want}"
+            );
+        }
+        assert_eq!(stats_of(&m["percentile_bias_pct"]), [0.0; 3], "{key:?}");
+        checked += 1;
+    }
+    assert!(checked >= 10, "{checked}");
+}
+
+/// An excess without an exact repair bounds the true percentiles: the
+/// ledger's observations of the phase, bucketed, estimate inside the bounds,
+/// and the finding carries the worst-case bias of the published estimate.
+#[test]
+fn excess_observations_bound_the_true_percentiles() {
+    for (run_name, metric, phase) in [
+        (
+            "late-warmup",
+            "vllm:request_prefill_time_seconds",
+            "profiling",
+        ),
+        (
+            "boundary-race",
+            "vllm:time_to_first_token_seconds",
+            "warmup",
+        ),
+    ] {
+        let (run, _) = sample(run_name);
+        let m = row(&run, metric, phase);
+        assert!(
+            m["delta"].as_f64().expect("delta") >= 1.0,
+            "{run_name}: {m}"
+        );
+        let values = &ledger_values(run_name)[&(metric.to_string(), phase.to_string())];
+        let truth = bucketed(values, &export_les(run_name, metric));
+        let bounds = &m["true_percentile_bounds"];
+        let (low, high) = (stats_of(&bounds["low"]), stats_of(&bounds["high"]));
+        for (i, q) in [0.5, 0.9, 0.99].into_iter().enumerate() {
+            let t = prom_quantile(q, &truth);
+            assert!(
+                low[i] - 1e-12 <= t && t <= high[i] + 1e-12,
+                "{run_name} {metric} {phase} q{q}: {t} outside [{}, {}]",
+                low[i],
+                high[i]
+            );
+        }
+    }
+    // The late warmup observation's finding: the p-estimate bias it can cause.
+    let (run, _) = sample("late-warmup");
+    let f = findings(&run, "late-warmup-observation");
+    let effects = f[0]["effect"].as_array().expect("effects");
+    let worst = effects
+        .iter()
+        .find(|e| {
+            e["quantity"]
+                .as_str()
+                .is_some_and(|q| q.ends_with("_bias_up_to"))
+        })
+        .expect("a percentile bias effect");
+    // Found p99 over the lowest possible true p99 (the extra observation on top).
+    let m = row(&run, "vllm:request_prefill_time_seconds", "profiling");
+    let found = stats_of(&m["found_percentiles"]);
+    let low = stats_of(&m["true_percentile_bounds"]["low"]);
+    let want = (found[2] - low[2]) / low[2] * 100.0;
+    assert_eq!(worst["quantity"], "profiling_p99_bias_up_to");
+    assert!(
+        (worst["value"].as_f64().expect("value") - want).abs() < 1e-9,
+        "{worst}"
+    );
+}
+
+fn rows_all(run: &Value) -> Vec<&Value> {
+    run["checks"]["phase_contamination"]["metrics"]
+        .as_array()
+        .expect("metrics")
+        .iter()
+        .filter(|m| m["endpoint"] == "all")
+        .collect()
 }

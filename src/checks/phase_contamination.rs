@@ -25,6 +25,7 @@ use crate::artifacts::scrapes::{Sample, Scrape};
 use crate::artifacts::server_metrics::{self, lookup, Family, MetricType, Series};
 use crate::findings::{Code, Finding, Severity};
 use crate::frameworks::{role_of, ObservedAt, RequestScoped, REQUEST_SCOPED};
+use crate::stats::{merge_buckets, remove_observations, Percentiles};
 
 /// An expected observation count: a range, because a failed request may or
 /// may not have been observed.
@@ -66,6 +67,14 @@ pub struct Corrected {
     pub avg: Option<f64>,
     /// `exact` or `bounded`.
     pub exactness: &'static str,
+    /// Histograms attributed exactly: the phase's cumulative buckets (`le`
+    /// to count, as in the export).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<BTreeMap<String, f64>>,
+    /// Percentiles estimated from those buckets (Prometheus
+    /// `histogram_quantile` interpolation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percentiles: Option<Percentiles>,
 }
 
 /// One metric (summed over label sets) in one phase.
@@ -102,6 +111,71 @@ pub struct MetricRow {
     /// Repaired split, when the raw scrapes allow it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub corrected: Option<Corrected>,
+    /// Percentiles estimated from the exported buckets (histograms; the
+    /// Prometheus `histogram_quantile` interpolation, not AIPerf's own
+    /// `pNN_estimate`, which the buckets alone cannot reproduce).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found_percentiles: Option<Percentiles>,
+    /// Bias of `found_percentiles` over `corrected.percentiles`, in percent,
+    /// when the repair is exact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percentile_bias_pct: Option<Percentiles>,
+    /// When the count exceeds the expected one by `delta` and no exact repair
+    /// exists: the range the bucket-estimated percentiles of the phase's true
+    /// observations lie in, with the `delta` extra observations taken off the
+    /// top or the bottom of the histogram. (Missing observations could have
+    /// had any value, so a deficit gets no bounds.)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub true_percentile_bounds: Option<PercentileBounds>,
+}
+
+/// The lowest and highest a phase's true bucket-estimated percentiles can be.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PercentileBounds {
+    /// The observations' possible positions that give the lowest percentiles.
+    pub low: Percentiles,
+    /// ... and the highest.
+    pub high: Percentiles,
+}
+
+impl PercentileBounds {
+    /// Bounds for a histogram off by `delta` observations (found - true).
+    fn of(buckets: &[(f64, f64)], delta: f64) -> Option<PercentileBounds> {
+        // Only an excess bounds the truth: the true histogram is this one
+        // without `n` of its observations, lowest without the top ones and
+        // highest without the bottom ones. Missing observations could have
+        // had any value: no bound.
+        let n = delta.round();
+        if n < 1.0 {
+            return None;
+        }
+        Some(PercentileBounds {
+            low: Percentiles::of_buckets(&remove_observations(buckets, n, true)),
+            high: Percentiles::of_buckets(&remove_observations(buckets, n, false)),
+        })
+    }
+
+    /// The largest bias, in percent, the found percentiles can have over
+    /// any true value inside the bounds; `(stat, pct)`.
+    pub fn worst_bias_pct(&self, found: &Percentiles) -> Option<(&'static str, f64)> {
+        let pairs = [
+            ("p50", found.p50, self.low.p50, self.high.p50),
+            ("p90", found.p90, self.low.p90, self.high.p90),
+            ("p99", found.p99, self.low.p99, self.high.p99),
+        ];
+        pairs
+            .into_iter()
+            .filter_map(|(name, f, lo, hi)| {
+                let a = crate::stats::bias_pct(f, lo);
+                let b = crate::stats::bias_pct(f, hi);
+                let worst = [a, b]
+                    .into_iter()
+                    .flatten()
+                    .max_by(|x, y| x.abs().total_cmp(&y.abs()))?;
+                Some((name, worst))
+            })
+            .max_by(|x, y| x.1.abs().total_cmp(&y.1.abs()))
+    }
 }
 
 /// The phase windows and their overlap.
@@ -356,6 +430,22 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
                     (Some(s), Some(c)) if c > 0.0 => Some(s / c),
                     _ => None,
                 };
+                let found_buckets = (kind == MetricType::Histogram && !series.is_empty())
+                    .then(|| merge_buckets(series.iter().map(|s| s.buckets.as_ref())))
+                    .flatten();
+                let found_percentiles = found_buckets.as_deref().map(Percentiles::of_buckets);
+                let corrected_here = corrected.as_ref().map(|c| c.get(phase));
+                let exact_percentiles = corrected_here
+                    .as_ref()
+                    .filter(|c| c.exactness == "exact")
+                    .and_then(|c| c.percentiles);
+                let percentile_bias_pct = found_percentiles
+                    .zip(exact_percentiles)
+                    .map(|(f, c)| f.bias_pct(&c));
+                let true_percentile_bounds = match (&found_buckets, d, exact_percentiles) {
+                    (Some(b), Some(d), None) => PercentileBounds::of(b, d),
+                    _ => None,
+                };
                 report.metrics.push(MetricRow {
                     metric: f.name.clone(),
                     framework: f.def.framework,
@@ -369,7 +459,10 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
                     classification: class,
                     found_sum: sum,
                     found_avg,
-                    corrected: corrected.as_ref().map(|c| c.get(phase)),
+                    corrected: corrected_here,
+                    found_percentiles,
+                    percentile_bias_pct,
+                    true_percentile_bounds,
                 });
                 // Per endpoint: found only (which endpoint served which
                 // request is not in the artifacts), unless one endpoint had
@@ -405,6 +498,9 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
                             found_sum: None,
                             found_avg: None,
                             corrected: None,
+                            found_percentiles: None,
+                            percentile_bias_pct: None,
+                            true_percentile_bounds: None,
                         });
                     }
                 }
@@ -429,6 +525,12 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
                     found_avg_p: profiling_row.and_then(|r| r.found_avg),
                     found_sum_p: profiling_row.and_then(|r| r.found_sum),
                     corrected,
+                    percentile_bias_p: profiling_row.and_then(|r| r.percentile_bias_pct),
+                    percentile_worst_p: profiling_row.and_then(|r| {
+                        r.true_percentile_bounds
+                            .as_ref()?
+                            .worst_bias_pct(r.found_percentiles.as_ref()?)
+                    }),
                 });
             }
         }
@@ -520,6 +622,12 @@ struct Problem {
     found_avg_p: Option<f64>,
     found_sum_p: Option<f64>,
     corrected: Option<Attribution>,
+    /// Bias of the profiling bucket-estimated percentiles over the exactly
+    /// repaired ones.
+    percentile_bias_p: Option<Percentiles>,
+    /// Without an exact repair: the largest bias the profiling percentiles
+    /// can have over the truth inside their bounds.
+    percentile_worst_p: Option<(&'static str, f64)>,
 }
 
 fn range(e: Option<Expected>) -> String {
@@ -598,6 +706,26 @@ impl Problem {
             }
             if let Some(b) = sum_bias {
                 f = f.effect("profiling_sum_bias", b, "%");
+            }
+            // Bucket-estimated percentiles: exact bias after an exact
+            // repair, otherwise the worst case inside the bounds.
+            if let Some(pb) = self.percentile_bias_p {
+                for (stat, b) in pb.known() {
+                    let quantity = match stat {
+                        "p50" => "profiling_p50_bias",
+                        "p90" => "profiling_p90_bias",
+                        _ => "profiling_p99_bias",
+                    };
+                    f = f.effect(quantity, b, "%");
+                }
+            }
+            if let Some((stat, b)) = self.percentile_worst_p {
+                let quantity = match stat {
+                    "p50" => "profiling_p50_bias_up_to",
+                    "p90" => "profiling_p90_bias_up_to",
+                    _ => "profiling_p99_bias_up_to",
+                };
+                f = f.effect(quantity, b, "%");
             }
             f.severity = sev;
             f
@@ -959,6 +1087,15 @@ struct Point {
     buckets: BTreeMap<u64, (f64, f64)>, // le bits (ordered by value) -> (le, count)
 }
 
+/// A bucket bound as AIPerf and Prometheus write it.
+fn le_string(le: f64) -> String {
+    if le == f64::INFINITY {
+        "+Inf".into()
+    } else {
+        le.to_string()
+    }
+}
+
 fn le_key(le: f64) -> u64 {
     // Order-preserving for non-negative floats (bucket bounds are >= 0).
     le.to_bits()
@@ -1048,6 +1185,8 @@ struct Increment {
     point: f64,
     lo: f64,
     hi: f64,
+    /// The bucket (`le`) the bucket deltas put it in, when they tell.
+    le: Option<f64>,
     /// Its attribution could have gone to the other phase.
     uncertain: bool,
 }
@@ -1148,13 +1287,14 @@ fn attribute(
             .collect::<BTreeSet<_>>()
             .len()
             > 1;
-        for (j, (lo, hi)) in ranges.into_iter().enumerate() {
+        for (j, (lo, hi, le)) in ranges.into_iter().enumerate() {
             let cand = chosen.get(j).map(|i| &cands[*i]);
             increments.push(Increment {
                 phase: cand.map(|c| c.phase),
                 point,
                 lo,
                 hi,
+                le,
                 uncertain: ambiguous || mixed_here || cand.is_some_and(|c| c.floating),
             });
         }
@@ -1185,6 +1325,28 @@ fn attribute(
         } else {
             (None, None, None)
         };
+        // Exact attribution of a histogram: the phase's own buckets, and the
+        // percentiles estimated from them.
+        let buckets = (is_hist && !bounded)
+            .then(|| {
+                let les: Vec<f64> = pts.last()?.buckets.values().map(|x| x.0).collect();
+                let mut per_le: Vec<f64> = vec![0.0; les.len()];
+                for x in increments.iter().filter(|x| x.phase == Some(phase)) {
+                    let i = les.iter().position(|le| Some(*le) == x.le)?;
+                    per_le[i] += 1.0;
+                }
+                let mut cum = 0.0;
+                let buckets: Vec<(f64, f64)> = les
+                    .iter()
+                    .zip(per_le)
+                    .map(|(le, n)| {
+                        cum += n;
+                        (*le, cum)
+                    })
+                    .collect();
+                (buckets.last()?.0 == f64::INFINITY).then_some(buckets)
+            })
+            .flatten();
         Corrected {
             count,
             sum,
@@ -1192,6 +1354,8 @@ fn attribute(
             sum_high,
             avg: sum.filter(|_| count > 0).map(|s| s / count as f64),
             exactness: if bounded { "bounded" } else { "exact" },
+            percentiles: buckets.as_deref().map(Percentiles::of_buckets),
+            buckets: buckets.map(|b| b.iter().map(|(le, c)| (le_string(*le), *c)).collect()),
         }
     };
     Some(Attribution {
@@ -1202,21 +1366,24 @@ fn attribute(
 
 /// Value bounds of each of an interval's `k` increments: exact for a single
 /// increment (the sum delta), otherwise the bucket ranges they fell into.
-fn increment_ranges(a: &Point, b: &Point, k: usize, dsum: f64) -> Vec<(f64, f64)> {
-    if k == 1 {
-        return vec![(dsum, dsum)];
-    }
+/// Also the bucket (`le`) of each, from the bucket deltas; `None` where the
+/// deltas account for fewer than `k` increments.
+fn increment_ranges(a: &Point, b: &Point, k: usize, dsum: f64) -> Vec<(f64, f64, Option<f64>)> {
     let mut ranges = Vec::with_capacity(k);
     let (mut prev_le, mut prev_c) = (0.0, 0.0);
     for (le, c) in b.buckets.values() {
         let before = a.buckets.get(&le_key(*le)).map_or(0.0, |x| x.1);
         let cum = c - before;
         let n = (cum - prev_c).round().max(0.0) as usize;
-        ranges.extend(std::iter::repeat_n((prev_le, *le), n));
+        ranges.extend(std::iter::repeat_n((prev_le, *le, Some(*le)), n));
         prev_le = *le;
         prev_c = cum;
     }
-    ranges.resize(k, (0.0, f64::INFINITY));
+    ranges.resize(k, (0.0, f64::INFINITY, None));
+    if k == 1 {
+        // A single increment's value is the sum delta itself.
+        ranges[0] = (dsum, dsum, ranges[0].2);
+    }
     ranges
 }
 
