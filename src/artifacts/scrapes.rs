@@ -60,6 +60,17 @@ pub struct Scrape {
     pub line: u64,
 }
 
+impl Scrape {
+    /// The samples of a family, found by its name with or without `_total`
+    /// (prometheus_client strips it from counter families, AIPerf keeps it).
+    pub fn samples(&self, name: &str) -> Option<&Vec<Sample>> {
+        let bare = name.strip_suffix("_total").unwrap_or(name);
+        self.metrics
+            .get(bare)
+            .or_else(|| self.metrics.get(&format!("{bare}_total")))
+    }
+}
+
 /// Scrapes in file order plus per-line problems.
 #[derive(Debug, Default)]
 pub struct ScrapesRead {

@@ -1072,11 +1072,7 @@ impl Attribution {
 }
 
 fn samples<'a>(scrape: &'a Scrape, name: &str) -> Option<&'a Vec<Sample>> {
-    let bare = name.strip_suffix("_total").unwrap_or(name);
-    scrape
-        .metrics
-        .get(bare)
-        .or_else(|| scrape.metrics.get(&format!("{bare}_total")))
+    scrape.samples(name)
 }
 
 /// One scrape of the metric on the endpoint: cumulative count, sum and buckets.

@@ -18,6 +18,9 @@
 
 use serde::Serialize;
 
+mod raw_scrapes;
+pub use raw_scrapes::RawScrapeRate;
+
 use super::cold_connections::{classify, Temperature};
 use super::{CheckStatus, Ctx};
 use crate::artifacts::records::{self, Metric, Phase, Record};
@@ -80,6 +83,9 @@ pub struct ServerRate {
     pub gauge: bool,
     /// Only prefill-role series were used.
     pub prefill_only: bool,
+    /// The formula and the numerator and denominator families it used.
+    #[serde(skip)]
+    source: Option<(&'static Formula, &'static str, &'static str)>,
 }
 
 /// Prefill throughput over uncached tokens, for one group of requests.
@@ -125,6 +131,10 @@ pub struct Report {
     pub explanations: Vec<String>,
     /// Server rate recomputed without the requests that crossed the boundary.
     pub server_adjusted: Option<ServerRate>,
+    /// The headline formula recomputed from the raw scrapes over the true
+    /// profiling requests (with `server_metrics_export.jsonl`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_from_raw_scrapes: Option<RawScrapeRate>,
     /// Prefill throughput under caching.
     pub prefill_throughput: Vec<PrefillGroup>,
 }
@@ -171,6 +181,7 @@ fn label_is(
 }
 
 /// A (numerator, denominator) formula over token counters.
+#[derive(Debug)]
 struct Formula {
     framework: &'static str,
     label: &'static str,
@@ -280,9 +291,9 @@ const GAUGES: &[(&str, &str)] = &[
     ("vllm", "vllm:gpu_prefix_cache_hit_rate"),
 ];
 
-fn evaluate(families: &Families, f: &Formula) -> Option<ServerRate> {
-    let num_name = f.num.iter().find(|n| lookup(families, n).is_some())?;
-    let den_name = f.den.iter().find(|n| lookup(families, n).is_some())?;
+fn evaluate(families: &Families, f: &'static Formula) -> Option<ServerRate> {
+    let num_name: &'static str = f.num.iter().find(|n| lookup(families, n).is_some())?;
+    let den_name: &'static str = f.den.iter().find(|n| lookup(families, n).is_some())?;
     // In prefill/decode deployments, decode workers count KV received from
     // prefill as hits: use prefill-role series when any exist.
     let prefill_only = has_prefill_role(families, num_name);
@@ -321,6 +332,7 @@ fn evaluate(families: &Families, f: &Formula) -> Option<ServerRate> {
         endpoints,
         gauge: false,
         prefill_only,
+        source: Some((f, num_name, den_name)),
     })
 }
 
@@ -350,6 +362,7 @@ fn gauge_rate(families: &Families) -> Option<ServerRate> {
             endpoints,
             gauge: true,
             prefill_only: false,
+            source: None,
         });
     }
     None
@@ -552,6 +565,66 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
             }
         }
     }
+    // The headline rate over the true profiling requests, from the raw
+    // scrapes: independent of how AIPerf tagged its scrapes.
+    let mut server_from_raw_scrapes = None;
+    let mut gap_after_raw_pp = None;
+    if let (Some(sc), Some(h)) = (ctx.run.scrapes.as_ref(), headline.filter(|h| !h.gauge)) {
+        let slack_ns = (ctx.settings.phase.match_slack_ms * 1e6) as u64;
+        match raw_scrapes::recompute(h, &sc.scrapes, records, slack_ns) {
+            Ok(r) => {
+                let client_pct = client.hit_rate.map(|c| c * 100.0);
+                let (lo, hi) = (
+                    r.hit_rate_low.map(|x| x * 100.0),
+                    r.hit_rate_high.map(|x| x * 100.0),
+                );
+                // How far the clients' rate is from what the server's
+                // counters allow over the true profiling requests.
+                if let (Some(c), Some(lo), Some(hi)) = (client_pct, lo, hi) {
+                    gap_after_raw_pp = Some(if c < lo {
+                        lo - c
+                    } else if c > hi {
+                        hi - c
+                    } else {
+                        0.0
+                    });
+                }
+                let span = match (r.hit_rate, lo, hi) {
+                    (Some(x), _, _) => format!("{:.2} % (exact)", x * 100.0),
+                    (None, Some(lo), Some(hi)) => format!(
+                        "between {lo:.2} % and {hi:.2} % ({} of {} scrape intervals could \
+                             hold either phase's requests)",
+                        r.ambiguous_intervals, r.intervals
+                    ),
+                    _ => "not defined".into(),
+                };
+                let gap_seen = gap_pp.is_some_and(|g| g.abs() > p.gap_pp);
+                let verdict = match (client_pct, gap_after_raw_pp) {
+                    (Some(c), Some(g)) if g.abs() <= p.gap_pp && gap_seen => format!(
+                        "; the clients' {c:.2} % is consistent with it, so the gap comes \
+                             from how the counters were split between phases"
+                    ),
+                    (Some(c), Some(g)) if g.abs() <= p.gap_pp => {
+                        format!("; the clients' {c:.2} % is consistent with it")
+                    }
+                    (Some(c), Some(g)) => format!(
+                        "; the clients' {c:.2} % is {g:+.2} pp away from it, so the \
+                             difference is not only the phase split"
+                    ),
+                    _ => String::new(),
+                };
+                explanations.push(format!(
+                    "from the raw scrapes, over the requests that really were profiling, \
+                         the server rate is {span}{verdict}"
+                ));
+                server_from_raw_scrapes = Some(r);
+            }
+            Err(why) => explanations.push(format!(
+                "the raw scrapes cannot recompute the server rate by request: {why}"
+            )),
+        }
+    }
+
     // Warmup: a cold warmup with server-side warmup hits means profiling
     // traffic was counted in warmup (or the reverse).
     if let (Some(cw), Some(sw)) = (
@@ -588,7 +661,12 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
                 )
                 .file(server_metrics::FILE)
                 .expected_found(client.hit_rate, h.hit_rate)
-                .effect("gap", gap, "pp"),
+                .effect("gap", gap, "pp")
+                .effect(
+                    "gap_after_raw_scrape_attribution",
+                    gap_after_raw_pp.unwrap_or(f64::NAN),
+                    "pp",
+                ),
             );
         }
     }
@@ -649,6 +727,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         prompt_token_difference,
         explanations,
         server_adjusted,
+        server_from_raw_scrapes,
         prefill_throughput,
     };
     (report, findings)
@@ -812,6 +891,7 @@ fn adjust(h: &ServerRate, c: &Crossing, diff: f64) -> ServerRate {
         endpoints: h.endpoints.clone(),
         gauge: false,
         prefill_only: h.prefill_only,
+        source: None,
     }
 }
 

@@ -1,0 +1,247 @@
+//! The server's hit rate over the true profiling requests, from the raw
+//! scrapes (`server_metrics_export.jsonl`) instead of AIPerf's phase split.
+//!
+//! AIPerf splits cumulative counters by the phase it tagged each scrape with;
+//! a wrongly tagged baseline scrape moves the split (seed 001). Here every
+//! scrape interval's counter increments go to the phase of the requests that
+//! could have caused them: those whose span, from start to end plus the match
+//! slack, overlaps the interval (whenever a framework counts a request, at
+//! scheduling, prefill or completion, it is inside that span). An interval
+//! whose candidates are all profiling requests counts for profiling, all
+//! warmup for warmup; one with both, or with increments and no candidate
+//! (foreign traffic), is ambiguous. With no ambiguous interval the rate is
+//! exact; otherwise it is bounded by giving each ambiguous interval wholly to
+//! profiling or not, whichever makes the ratio lowest or highest (the extremes
+//! of a ratio of sums over such choices; splitting an interval lies between).
+
+use serde::Serialize;
+
+use super::ServerRate;
+use crate::artifacts::records::{Phase, Record};
+use crate::artifacts::scrapes::Scrape;
+use crate::frameworks::{role_of, PREFILL_ROLES};
+
+/// The headline formula recomputed over the true profiling requests.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RawScrapeRate {
+    /// The formula, as in `server[]`.
+    pub formula: String,
+    /// `exact` or `bounded`.
+    pub exactness: &'static str,
+    /// The rate when exact (0..1).
+    pub hit_rate: Option<f64>,
+    /// Lowest rate the attribution allows.
+    pub hit_rate_low: Option<f64>,
+    /// Highest rate the attribution allows.
+    pub hit_rate_high: Option<f64>,
+    /// Scrape intervals (over every endpoint).
+    pub intervals: usize,
+    /// Intervals that could not be given to one phase.
+    pub ambiguous_intervals: usize,
+    /// Numerator and denominator counted for profiling with certainty.
+    pub numerator_certain: f64,
+    /// See `numerator_certain`.
+    pub denominator_certain: f64,
+}
+
+/// Why the raw scrapes cannot give the rate.
+pub type Why = String;
+
+/// Recomputes the server rate `h` (a token-counter formula) from the raw
+/// scrapes over the requests that really were profiling.
+pub fn recompute(
+    h: &ServerRate,
+    scrapes: &[Scrape],
+    records: &[Record],
+    slack_ns: u64,
+) -> Result<RawScrapeRate, Why> {
+    let Some((f, num_name, den_name)) = h.source else {
+        return Err(format!("{} is not a counter formula", h.formula));
+    };
+    let (formula, prefill_only) = (h.formula.as_str(), h.prefill_only);
+    let keep = |labels: &std::collections::BTreeMap<String, String>,
+                filter: Option<(&str, &[&str])>| {
+        (!prefill_only || role_of(labels).is_some_and(|r| PREFILL_ROLES.contains(&r)))
+            && filter.is_none_or(|(k, v)| labels.get(k).is_some_and(|x| v.contains(&x.as_str())))
+    };
+    let total = |s: &Scrape, name: &str, filter| -> Option<f64> {
+        s.samples(name).map(|ss| {
+            ss.iter()
+                .filter(|x| keep(&x.labels, filter))
+                .filter_map(|x| x.cumulative())
+                .sum()
+        })
+    };
+    let first_start = records.iter().map(|r| r.request_start_ns).min();
+    let mut endpoints: Vec<&str> = scrapes.iter().map(|s| s.endpoint_url.as_str()).collect();
+    endpoints.sort_unstable();
+    endpoints.dedup();
+    // Requests by start time, to find the ones overlapping an interval.
+    let mut spans: Vec<(u64, u64, Phase)> = records
+        .iter()
+        .map(|r| {
+            let end = r.request_end_ns.max(r.request_start_ns);
+            (r.request_start_ns, end.saturating_add(slack_ns), r.phase)
+        })
+        .collect();
+    spans.sort_unstable_by_key(|s| s.0);
+    let (mut n_certain, mut d_certain) = (0.0, 0.0);
+    let mut ambiguous: Vec<(f64, f64)> = Vec::new();
+    let mut intervals = 0;
+    for ep in endpoints {
+        let mut pts: Vec<(u64, f64, f64)> = scrapes
+            .iter()
+            .filter(|s| s.endpoint_url == ep)
+            .filter_map(|s| {
+                Some((
+                    s.timestamp_ns,
+                    total(s, num_name, f.num_filter)?,
+                    total(s, den_name, f.den_filter)?,
+                ))
+            })
+            .collect();
+        pts.sort_unstable_by_key(|p| p.0);
+        if pts.len() < 2 {
+            continue;
+        }
+        if first_start.is_some_and(|s| s <= pts[0].0) {
+            return Err(format!(
+                "the first raw scrape of {ep} comes after the first request started, so \
+                 earlier increments cannot be placed"
+            ));
+        }
+        for w in pts.windows(2) {
+            let ((a, na, da), (b, nb, db)) = (w[0], w[1]);
+            let (dn, dd) = (nb - na, db - da);
+            if dn < 0.0 || dd < 0.0 {
+                return Err(format!(
+                    "a counter of {formula} went down on {ep} (a reset)"
+                ));
+            }
+            intervals += 1;
+            if dn == 0.0 && dd == 0.0 {
+                continue;
+            }
+            // Candidates: spans overlapping (a, b]. Spans are sorted by start,
+            // so only those starting before b can overlap.
+            let upto = spans.partition_point(|s| s.0 <= b);
+            let (mut profiling, mut warmup) = (false, false);
+            for s in spans[..upto].iter().filter(|s| s.1 > a) {
+                match s.2 {
+                    Phase::Profiling => profiling = true,
+                    Phase::Warmup => warmup = true,
+                }
+            }
+            match (profiling, warmup) {
+                (true, false) => {
+                    n_certain += dn;
+                    d_certain += dd;
+                }
+                (false, true) => {}
+                _ => ambiguous.push((dn, dd)),
+            }
+        }
+    }
+    if intervals == 0 {
+        return Err("fewer than two raw scrapes carry the formula's counters".into());
+    }
+    let extreme = |highest: bool| extreme_ratio(n_certain, d_certain, &ambiguous, highest);
+    let exact = ambiguous.is_empty();
+    let rate = |r: Option<f64>| r.filter(|x| (0.0..=1.0).contains(x));
+    Ok(RawScrapeRate {
+        formula: formula.to_string(),
+        exactness: if exact { "exact" } else { "bounded" },
+        hit_rate: if exact {
+            rate((d_certain > 0.0).then(|| n_certain / d_certain))
+        } else {
+            None
+        },
+        hit_rate_low: rate(extreme(false)),
+        hit_rate_high: rate(extreme(true)),
+        intervals,
+        ambiguous_intervals: ambiguous.len(),
+        numerator_certain: n_certain,
+        denominator_certain: d_certain,
+    })
+}
+
+/// The lowest or highest `(n + sum of chosen n_i) / (d + sum of chosen d_i)`
+/// over every choice of the optional `(n_i, d_i)`: take them in order of their
+/// own ratio, best first, while each moves the total ratio the wanted way.
+fn extreme_ratio(n: f64, d: f64, optional: &[(f64, f64)], highest: bool) -> Option<f64> {
+    let mut items: Vec<(f64, f64)> = optional.to_vec();
+    let own = |x: &(f64, f64)| {
+        if x.1 > 0.0 {
+            x.0 / x.1
+        } else if x.0 > 0.0 {
+            f64::INFINITY
+        } else {
+            0.0
+        }
+    };
+    items.sort_by(|a, b| {
+        let (ra, rb) = (own(a), own(b));
+        if highest {
+            rb.total_cmp(&ra)
+        } else {
+            ra.total_cmp(&rb)
+        }
+    });
+    let (mut num, mut den) = (n, d);
+    for x in items {
+        let better = if den <= 0.0 {
+            true
+        } else {
+            let now = num / den;
+            let r = own(&x);
+            if highest {
+                r > now
+            } else {
+                r < now
+            }
+        };
+        if !better {
+            break;
+        }
+        num += x.0;
+        den += x.1;
+    }
+    (den > 0.0).then(|| num / den)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::extreme_ratio;
+
+    #[test]
+    fn extreme_ratio_takes_the_intervals_that_move_it() {
+        // Certain 50/100; optional 0/50 (lowers) and 40/40 (raises).
+        let opt = [(0.0, 50.0), (40.0, 40.0)];
+        assert_eq!(extreme_ratio(50.0, 100.0, &opt, false), Some(50.0 / 150.0));
+        assert_eq!(extreme_ratio(50.0, 100.0, &opt, true), Some(90.0 / 140.0));
+        // Brute force over all subsets agrees.
+        let opt = [(3.0, 10.0), (9.0, 10.0), (0.0, 4.0), (5.0, 5.0)];
+        let mut lo = f64::INFINITY;
+        let mut hi = f64::NEG_INFINITY;
+        for mask in 0..16u32 {
+            let (mut n, mut d) = (7.0, 20.0);
+            for (i, x) in opt.iter().enumerate() {
+                if mask & (1 << i) != 0 {
+                    n += x.0;
+                    d += x.1;
+                }
+            }
+            lo = lo.min(n / d);
+            hi = hi.max(n / d);
+        }
+        let close = |a: Option<f64>, b: f64| (a.unwrap_or(f64::NAN) - b).abs() < 1e-12;
+        assert!(close(extreme_ratio(7.0, 20.0, &opt, false), lo));
+        assert!(close(extreme_ratio(7.0, 20.0, &opt, true), hi));
+        // Nothing certain: the best single choice first.
+        assert_eq!(
+            extreme_ratio(0.0, 0.0, &[(1.0, 2.0), (2.0, 2.0)], true),
+            Some(1.0)
+        );
+        assert_eq!(extreme_ratio(0.0, 0.0, &[], true), None);
+    }
+}
