@@ -76,15 +76,32 @@ pub fn recompute(
     let mut endpoints: Vec<&str> = scrapes.iter().map(|s| s.endpoint_url.as_str()).collect();
     endpoints.sort_unstable();
     endpoints.dedup();
-    // Requests by start time, to find the ones overlapping an interval.
-    let mut spans: Vec<(u64, u64, Phase)> = records
-        .iter()
-        .map(|r| {
-            let end = r.request_end_ns.max(r.request_start_ns);
-            (r.request_start_ns, end.saturating_add(slack_ns), r.phase)
-        })
-        .collect();
-    spans.sort_unstable_by_key(|s| s.0);
+    // Per phase, the request spans by start time and the running maximum of
+    // their ends: some span of the phase overlaps (a, b] exactly when the
+    // latest end among those starting by b is after a (a binary search per
+    // interval, not a scan of the records).
+    let spans_of = |phase: Phase| {
+        let mut spans: Vec<(u64, u64)> = records
+            .iter()
+            .filter(|r| r.phase == phase)
+            .map(|r| {
+                let end = r.request_end_ns.max(r.request_start_ns);
+                (r.request_start_ns, end.saturating_add(slack_ns))
+            })
+            .collect();
+        spans.sort_unstable();
+        let mut latest = 0;
+        for s in spans.iter_mut() {
+            latest = latest.max(s.1);
+            s.1 = latest;
+        }
+        spans
+    };
+    let (profiling_spans, warmup_spans) = (spans_of(Phase::Profiling), spans_of(Phase::Warmup));
+    let overlaps = |spans: &[(u64, u64)], a: u64, b: u64| {
+        let upto = spans.partition_point(|s| s.0 <= b);
+        upto > 0 && spans[upto - 1].1 > a
+    };
     let (mut n_certain, mut d_certain) = (0.0, 0.0);
     let mut ambiguous: Vec<(f64, f64)> = Vec::new();
     let mut intervals = 0;
@@ -122,16 +139,9 @@ pub fn recompute(
             if dn == 0.0 && dd == 0.0 {
                 continue;
             }
-            // Candidates: spans overlapping (a, b]. Spans are sorted by start,
-            // so only those starting before b can overlap.
-            let upto = spans.partition_point(|s| s.0 <= b);
-            let (mut profiling, mut warmup) = (false, false);
-            for s in spans[..upto].iter().filter(|s| s.1 > a) {
-                match s.2 {
-                    Phase::Profiling => profiling = true,
-                    Phase::Warmup => warmup = true,
-                }
-            }
+            // Candidates: requests whose span overlaps (a, b].
+            let profiling = overlaps(&profiling_spans, a, b);
+            let warmup = overlaps(&warmup_spans, a, b);
             match (profiling, warmup) {
                 (true, false) => {
                     n_certain += dn;
