@@ -59,6 +59,9 @@ pub fn recompute(
         return Err(format!("{} is not a counter formula", h.formula));
     };
     let (formula, prefill_only) = (h.formula.as_str(), h.prefill_only);
+    if records.is_empty() {
+        return Err("there are no records to attribute the increments to".into());
+    }
     let keep = |labels: &std::collections::BTreeMap<String, String>,
                 filter: Option<(&str, &[&str])>| {
         (!prefill_only || role_of(labels).is_some_and(|r| PREFILL_ROLES.contains(&r)))
