@@ -217,7 +217,7 @@ pub fn select<'a>(records: &'a [Record], ex: Exclusions, settings: &Settings) ->
             for reason in &reasons {
                 *sel.by_reason.entry(reason).or_default() += 1;
             }
-            let x_request_id = r.x_request_id.as_deref().map(str::to_string);
+            let x_request_id = r.x_request_id.as_ref().map(ToString::to_string);
             sel.dropped.push(Dropped {
                 line: r.line,
                 x_request_id,
@@ -276,8 +276,8 @@ fn write_csv(kept: &[&Record], settings: &Settings, w: &mut dyn Write) -> io::Re
         let opt = |v: Option<String>| v.unwrap_or_default();
         let mut row = vec![
             r.line.to_string(),
-            opt(r.x_request_id.as_deref().map(str::to_string)),
-            opt(r.conversation_id.as_deref().map(str::to_string)),
+            opt(r.x_request_id.as_ref().map(ToString::to_string)),
+            opt(r.conversation_id.as_ref().map(ToString::to_string)),
             opt(r.session_num.map(|v| v.to_string())),
             opt(r.turn_index.map(|v| v.to_string())),
             temperature_str(classify(r, &settings.cold)).to_string(),
@@ -337,10 +337,10 @@ mod parquet {
         let mut cols = vec![
             col_u64("line", &|r| Some(r.line)),
             col_str("x_request_id", &|r| {
-                r.x_request_id.as_deref().map(str::to_string)
+                r.x_request_id.as_ref().map(ToString::to_string)
             }),
             col_str("conversation_id", &|r| {
-                r.conversation_id.as_deref().map(str::to_string)
+                r.conversation_id.as_ref().map(ToString::to_string)
             }),
             col_u64("session_num", &|r| r.session_num),
             col_u64("turn_index", &|r| r.turn_index.map(u64::from)),

@@ -143,6 +143,86 @@ impl Values {
     }
 }
 
+/// A request or conversation id, kept without a heap allocation when it can
+/// be: a canonical UUID (lowercase, hyphenated, what AIPerf writes) in 16
+/// bytes, a short id (up to 22 bytes) inline, anything longer as text. It
+/// displays as exactly the text it was read from.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub enum Id {
+    /// A lowercase hyphenated UUID.
+    Uuid([u8; 16]),
+    /// Text of up to 22 bytes.
+    Short {
+        /// Bytes used.
+        len: u8,
+        /// UTF-8 text, zero-padded.
+        bytes: [u8; 22],
+    },
+    /// Anything else.
+    Text(Box<str>),
+}
+
+impl Id {
+    /// The id of `text`.
+    pub fn new(text: &str) -> Id {
+        if let Some(u) = parse_uuid(text.as_bytes()) {
+            return Id::Uuid(u);
+        }
+        if text.len() <= 22 {
+            let mut bytes = [0u8; 22];
+            bytes[..text.len()].copy_from_slice(text.as_bytes());
+            return Id::Short {
+                len: text.len() as u8,
+                bytes,
+            };
+        }
+        Id::Text(text.into())
+    }
+}
+
+fn parse_uuid(b: &[u8]) -> Option<[u8; 16]> {
+    if b.len() != 36 || [8, 13, 18, 23].iter().any(|&i| b[i] != b'-') {
+        return None;
+    }
+    let hex = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let mut out = [0u8; 16];
+    let mut digits = b.iter().filter(|c| **c != b'-');
+    for o in out.iter_mut() {
+        *o = (hex(*digits.next()?)? << 4) | hex(*digits.next()?)?;
+    }
+    Some(out)
+}
+
+impl std::fmt::Display for Id {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Id::Uuid(u) => {
+                for (i, byte) in u.iter().enumerate() {
+                    if matches!(i, 4 | 6 | 8 | 10) {
+                        f.write_str("-")?;
+                    }
+                    write!(f, "{byte:02x}")?;
+                }
+                Ok(())
+            }
+            Id::Short { len, bytes } => {
+                f.write_str(std::str::from_utf8(&bytes[..*len as usize]).unwrap_or_default())
+            }
+            Id::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+impl std::fmt::Debug for Id {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.to_string())
+    }
+}
+
 /// The error of a failed request, as much as the checks need.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordError {
@@ -166,9 +246,9 @@ pub struct Record {
     /// Turn within the conversation (0 = first).
     pub turn_index: Option<u32>,
     /// The X-Request-ID AIPerf sent.
-    pub x_request_id: Option<Box<str>>,
+    pub x_request_id: Option<Id>,
     /// Conversation (session) id.
-    pub conversation_id: Option<Box<str>>,
+    pub conversation_id: Option<Id>,
     /// Wall clock when sent (ns).
     pub request_start_ns: u64,
     /// Wall clock of the last response or the error (ns).
@@ -389,14 +469,8 @@ fn convert(raw: RawRecord, line: u64) -> Result<Record, (String, String)> {
         phase_index: raw.metadata.phase_index,
         session_num: raw.metadata.session_num,
         turn_index: raw.metadata.turn_index,
-        x_request_id: raw
-            .metadata
-            .x_request_id
-            .map(|c| c.into_owned().into_boxed_str()),
-        conversation_id: raw
-            .metadata
-            .conversation_id
-            .map(|c| c.into_owned().into_boxed_str()),
+        x_request_id: raw.metadata.x_request_id.as_deref().map(Id::new),
+        conversation_id: raw.metadata.conversation_id.as_deref().map(Id::new),
         request_start_ns: raw.metadata.request_start_ns,
         request_end_ns: raw.metadata.request_end_ns,
         request_ack_ns: raw
@@ -738,6 +812,33 @@ mod tests {
         assert_eq!(rec.values.get(Metric::RequestLatency), None);
         assert_eq!(rec.first_token_ns(), Some(100 + 1_500_000));
         assert!(r.findings.is_empty());
+    }
+
+    #[test]
+    fn ids_display_as_the_text_they_were_read_from() {
+        for text in [
+            "452f4d2b-f0e2-4bef-8578-5f9b333a4264",
+            "452F4D2B-F0E2-4BEF-8578-5F9B333A4264",
+            "452f4d2b-f0e2-4bef-8578-5f9b333a426",
+            "452f4d2bxf0e2-4bef-8578-5f9b333a4264",
+            "session_000000",
+            "",
+            "a-22-byte-id-exactly!!",
+            "a-23-byte-id-exactly!!!",
+            "ünïcödé-session-ïd",
+            "gggggggg-f0e2-4bef-8578-5f9b333a4264",
+        ] {
+            assert_eq!(Id::new(text).to_string(), text);
+        }
+        assert!(matches!(
+            Id::new("452f4d2b-f0e2-4bef-8578-5f9b333a4264"),
+            Id::Uuid(_)
+        ));
+        assert!(matches!(Id::new("session_000000"), Id::Short { .. }));
+        assert!(matches!(Id::new("a-23-byte-id-exactly!!!"), Id::Text(_)));
+        // Equal text, equal id; different text, different id.
+        assert_eq!(Id::new("session_1"), Id::new("session_1"));
+        assert_ne!(Id::new("session_1"), Id::new("session_2"));
     }
 
     #[test]

@@ -350,12 +350,12 @@ fn manifest_agreement(ctx: &Ctx, findings: &mut Vec<Finding>) {
 fn record_sanity(records: &[records::Record], findings: &mut Vec<Finding>) {
     // foldhash: several times faster than SipHash on these ids, and seeded
     // per process, so a file cannot be crafted to make the lookups collide.
-    let mut first_line: HashMap<&str, u64, foldhash::fast::RandomState> =
+    let mut first_line: HashMap<&records::Id, u64, foldhash::fast::RandomState> =
         HashMap::with_capacity_and_hasher(records.len(), Default::default());
     let mut duplicates = Vec::new();
     let mut backwards = Vec::new();
     for r in records {
-        if let Some(id) = r.x_request_id.as_deref() {
+        if let Some(id) = r.x_request_id.as_ref() {
             if let Some(&first) = first_line.get(id) {
                 duplicates.push((id, first, r.line));
             } else {

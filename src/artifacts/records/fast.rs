@@ -15,7 +15,7 @@
 
 use std::num::NonZeroU64;
 
-use super::{Metric, Phase, Record, Values};
+use super::{Id, Metric, Phase, Record, Values};
 
 /// Nesting deeper than this inside a skipped value: give up (serde's own
 /// limit is 128, and the fallback reports it).
@@ -323,8 +323,8 @@ impl<'a> Scanner<'a> {
             phase_index: m.phase_index,
             session_num: m.session_num,
             turn_index: m.turn_index,
-            x_request_id: m.x_request_id.map(Box::from),
-            conversation_id: m.conversation_id.map(Box::from),
+            x_request_id: m.x_request_id.map(Id::new),
+            conversation_id: m.conversation_id.map(Id::new),
             request_start_ns: m.request_start_ns,
             request_end_ns: m.request_end_ns,
             request_ack_ns: m.request_ack_ns.and_then(NonZeroU64::new),
