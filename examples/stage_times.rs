@@ -2,11 +2,19 @@
 //! the calling thread: where the time of `benches/bench.sh` goes.
 //!
 //!     cargo run --release --example stage_times -- RUN_DIR
+use std::io::Write;
 use std::time::Instant;
 
 use artifact_check::checks::{self, Ctx};
 use artifact_check::config::Settings;
 use artifact_check::model::RunModel;
+
+/// `println!` that stops quietly when stdout is closed (piped into `head`).
+macro_rules! out {
+    ($($t:tt)*) => {{
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
 
 fn main() {
     let dir = std::env::args().nth(1).expect("usage: stage_times RUN_DIR");
@@ -15,7 +23,7 @@ fn main() {
     let t = Instant::now();
     let run = artifact_check::artifacts::load(dir);
     let mut last = t.elapsed();
-    println!("load                {:8.3} s", last.as_secs_f64());
+    out!("load                {:8.3} s", last.as_secs_f64());
     let model = RunModel::build(&run);
     let ctx = Ctx {
         run: &run,
@@ -24,7 +32,7 @@ fn main() {
     };
     let mut lap = |name: &str| {
         let now = t.elapsed();
-        println!("{name:20}{:8.3} s", (now - last).as_secs_f64());
+        out!("{name:20}{:8.3} s", (now - last).as_secs_f64());
         last = now;
     };
     lap("model");
@@ -38,8 +46,8 @@ fn main() {
     lap("prefix_cache");
     let json = serde_json::to_string(&(&a.0, &p.0, &c.0, &x.0)).expect("json");
     lap("report json");
-    println!("report: {} bytes", json.len());
-    println!(
+    out!("report: {} bytes", json.len());
+    out!(
         "record: {} bytes inline",
         std::mem::size_of::<artifact_check::artifacts::records::Record>()
     );
