@@ -25,7 +25,7 @@ use crate::findings::{Code, Finding};
 
 mod fast;
 #[doc(hidden)]
-pub use fast::assert_agrees;
+pub use fast::{assert_agrees, assert_agrees_lines};
 
 /// The file name AIPerf gives the per-request export.
 pub const FILE: &str = "profile_export.jsonl";
@@ -418,14 +418,19 @@ enum LineText<'a> {
     Bytes(&'a [u8]),
 }
 
-fn parse_line(text: LineText, line: u64, last_unterminated: bool) -> LineOutcome {
+fn parse_line(
+    text: LineText,
+    line: u64,
+    last_unterminated: bool,
+    shapes: &mut fast::Shapes,
+) -> LineOutcome {
     let (parsed, bytes) = match text {
         LineText::Text(t) => {
             let t = t.trim_ascii();
             if t.is_empty() {
                 return LineOutcome::Blank;
             }
-            if let Some(r) = fast::parse(t, line) {
+            if let Some(r) = fast::parse(t, line, shapes) {
                 return LineOutcome::Record(r);
             }
             (serde_json::from_str::<RawRecord>(t), t.as_bytes())
@@ -771,6 +776,7 @@ fn parse_block(block: &[u8], first_line: u64, is_last_block: bool) -> Parsed {
     };
     let mut line = first_line;
     let mut start = 0;
+    let mut shapes = fast::Shapes::default();
     while start < block.len() {
         let (end, next, terminated) = match memchr::memchr(b'\n', &block[start..]) {
             Some(i) => (start + i, start + i + 1, true),
@@ -781,7 +787,7 @@ fn parse_block(block: &[u8], first_line: u64, is_last_block: bool) -> Parsed {
             Some(t) => LineText::Text(&t[start..end]),
             None => LineText::Bytes(&block[start..end]),
         };
-        match parse_line(this, line, is_last_block && !terminated) {
+        match parse_line(this, line, is_last_block && !terminated, &mut shapes) {
             LineOutcome::Record(r) => out.records.push(r),
             LineOutcome::Blank => {}
             LineOutcome::Bad(f) => out.findings.push(f),

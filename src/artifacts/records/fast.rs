@@ -21,22 +21,46 @@ use super::{Id, Metric, Phase, Record, Values};
 /// limit is 128, and the fallback reports it).
 const MAX_DEPTH: u32 = 100;
 
-/// Parses a trimmed, non-empty line; `None` means "ask serde".
-pub(super) fn parse(line: &str, line_no: u64) -> Option<Record> {
+/// Parses a trimmed, non-empty line; `None` means "ask serde". `shapes`
+/// carries the keys of the lines before (see [`Shapes`]).
+pub(super) fn parse(line: &str, line_no: u64, shapes: &mut Shapes) -> Option<Record> {
     let mut s = Scanner {
         s: line,
         b: line.as_bytes(),
         i: 0,
+        shapes: std::mem::take(shapes),
     };
-    let rec = s.record(line_no)?;
+    let rec = s.record(line_no);
     s.ws();
-    (s.i == s.b.len()).then_some(rec)
+    let whole = s.i == s.b.len();
+    *shapes = std::mem::take(&mut s.shapes);
+    rec.filter(|_| whole)
+}
+
+/// The keys of the previous lines' objects, by position, as written
+/// (`"key":`). AIPerf writes every record's keys in the same order, so the
+/// key at a position is usually the one seen there before: comparing the
+/// bytes at the cursor with it replaces scanning the string. A cached key was
+/// validated when it was first scanned, so an exact match reads the same key
+/// the scan would have; anything else is scanned as usual.
+#[derive(Default)]
+pub(super) struct Shapes {
+    keys: [Vec<Box<[u8]>>; 3],
+}
+
+/// Which object's keys.
+#[derive(Clone, Copy)]
+enum Obj {
+    Top = 0,
+    Metadata = 1,
+    Metrics = 2,
 }
 
 struct Scanner<'a> {
     s: &'a str,
     b: &'a [u8],
     i: usize,
+    shapes: Shapes,
 }
 
 /// Bits of the fields seen, to refuse duplicates as serde does.
@@ -277,26 +301,72 @@ impl<'a> Scanner<'a> {
 
     /// Calls `field` for each key of an object, after its colon.
     #[inline(always)]
-    fn object(&mut self, mut field: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+    fn object(&mut self, field: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+        self.object_in(None, field)
+    }
+
+    /// [`Scanner::object`], reading the keys of `obj` through the cache.
+    #[inline(always)]
+    fn object_in(
+        &mut self,
+        obj: Option<Obj>,
+        mut field: impl FnMut(&mut Self, &'a str) -> Option<()>,
+    ) -> Option<()> {
         self.expect(b'{')?;
         if self.eat(b'}') {
             return Some(());
         }
+        let mut position = 0;
         loop {
-            let key = self.string()?;
-            self.expect(b':')?;
+            let key = match obj {
+                Some(o) => self.cached_key(o, position)?,
+                None => {
+                    let key = self.string()?;
+                    self.expect(b':')?;
+                    key
+                }
+            };
             field(self, key)?;
+            position += 1;
             if !self.eat(b',') {
                 return self.expect(b'}');
             }
         }
     }
 
+    /// The key at `position` of an `obj` object, and its colon: by comparing
+    /// with the cached key when that matches, else by scanning (and caching
+    /// it when it is written without whitespace).
+    #[inline(always)]
+    fn cached_key(&mut self, obj: Obj, position: usize) -> Option<&'a str> {
+        let at = self.i;
+        let keys = &mut self.shapes.keys[obj as usize];
+        if let Some(k) = keys.get(position) {
+            if self.b[at..].starts_with(k) {
+                self.i = at + k.len();
+                // `"key":` — the key is between the quotes.
+                return self.s.get(at + 1..at + k.len() - 2);
+            }
+        }
+        let key = self.string()?;
+        self.expect(b':')?;
+        let written = &self.b[at..self.i];
+        if written.len() == key.len() + 3 {
+            let keys = &mut self.shapes.keys[obj as usize];
+            if position < keys.len() {
+                keys[position] = written.into();
+            } else if position == keys.len() {
+                keys.push(written.into());
+            }
+        }
+        Some(key)
+    }
+
     fn record(&mut self, line: u64) -> Option<Record> {
         let mut meta = None;
         let mut values = Values::default();
         let mut seen = Seen::default();
-        self.object(|s, key| match key {
+        self.object_in(Some(Obj::Top), |s, key| match key {
             "metadata" => {
                 seen.first(0)?;
                 meta = Some(s.metadata()?);
@@ -339,7 +409,7 @@ impl<'a> Scanner<'a> {
         let mut start = None;
         let mut end = None;
         let mut seen = Seen::default();
-        self.object(|s, key| {
+        self.object_in(Some(Obj::Metadata), |s, key| {
             match key {
                 "session_num" => {
                     seen.first(0)?;
@@ -402,7 +472,7 @@ impl<'a> Scanner<'a> {
 
     fn metrics(&mut self, values: &mut Values) -> Option<()> {
         let mut seen = Seen::default();
-        self.object(|s, key| match Metric::from_tag(key) {
+        self.object_in(Some(Obj::Metrics), |s, key| match Metric::from_tag(key) {
             Some(metric) => {
                 seen.first(metric as u32)?;
                 if let Some((text, integer)) = s.usual_metric() {
@@ -513,11 +583,33 @@ struct Meta<'a> {
 /// panics if the fast path accepts a line and builds a different record.
 #[doc(hidden)]
 pub fn assert_agrees(line: &str) {
+    agrees_in(line, &mut Shapes::default());
+}
+
+/// [`assert_agrees`] for each line of `text`, with one key cache across the
+/// lines, as a block is read.
+#[doc(hidden)]
+pub fn assert_agrees_lines(text: &str) {
+    let mut shapes = Shapes::default();
+    for line in text.split('\n') {
+        agrees_in(line, &mut shapes);
+    }
+}
+
+fn agrees_in(line: &str, shapes: &mut Shapes) {
     let line = line.trim_ascii();
     if line.is_empty() {
         return;
     }
-    if let Some(fast) = parse(line, 1) {
+    // Twice: the first read fills the cache, the second reads through it,
+    // and both must agree with serde.
+    let first = parse(line, 1, shapes);
+    let second = parse(line, 1, shapes);
+    assert_eq!(
+        first, second,
+        "the key cache changed the reading of {line:?}"
+    );
+    if let Some(fast) = second {
         let slow = serde_json::from_str::<super::RawRecord>(line)
             .map_err(|e| e.to_string())
             .and_then(|raw| super::convert(raw, 1).map_err(|(_, m)| m));
@@ -553,7 +645,7 @@ mod tests {
         let mut taken = 0;
         for line in &lines {
             assert_agrees(line);
-            taken += usize::from(parse(line, 1).is_some());
+            taken += usize::from(parse(line, 1, &mut Shapes::default()).is_some());
         }
         // The samples have no failed requests, so the fast path reads all.
         assert_eq!(taken, lines.len());
@@ -608,6 +700,26 @@ mod tests {
     }
 
     #[test]
+    fn a_key_cache_filled_by_other_lines_reads_alike() {
+        // Every sample line and mutations of the first, one cache across
+        // all of them in turn.
+        let lines = sample_lines();
+        let mut text = lines.join("\n");
+        let line = &lines[0];
+        for (pos, _) in line.char_indices().step_by(7) {
+            text.push('\n');
+            text.push_str(&line[..pos]);
+            text.push_str(" \"x\":1,");
+            text.push_str(&line[pos..]);
+            text.push('\n');
+            text.push_str(&line.replacen("\"metrics\"", "\"metrics \"", 1));
+        }
+        text.push('\n');
+        text.push_str(&line.replace("\":", "\" :"));
+        assert_agrees_lines(&text);
+    }
+
+    #[test]
     fn gives_up_on_what_serde_must_judge() {
         let lines = sample_lines();
         let line = &lines[0];
@@ -626,7 +738,10 @@ mod tests {
         ];
         for case in &cases {
             assert_ne!(case, line, "the replacement must apply");
-            assert!(parse(case, 1).is_none(), "fast path took {case:?}");
+            assert!(
+                parse(case, 1, &mut Shapes::default()).is_none(),
+                "fast path took {case:?}"
+            );
             assert_agrees(case);
         }
     }
