@@ -24,6 +24,9 @@ python3 benches/make_big_run.py "$SAMPLE" "$work/big" "$SIZE_MB"
 file="$work/big/profile_export.jsonl"
 bytes=$(stat -c %s "$file")
 records=$(wc -l < "$file")
+# Write the generated file out first: its writeback would otherwise compete
+# with the timed runs for the disk and CPU.
+sync
 cat "$file" > /dev/null   # warm the page cache for every contender alike
 
 # measure NAME CMD...: best wall time of 3 runs (s, from the clock in ns) and
