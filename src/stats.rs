@@ -182,6 +182,21 @@ pub fn histogram_quantile(q: f64, buckets: &[(f64, f64)]) -> Option<f64> {
     Some(start + (le - start) * ((rank - below) / in_bucket))
 }
 
+/// A histogram bucket bound (`le`) as written by Prometheus and AIPerf:
+/// `"0.005"`, `"+Inf"` (which `f64` parsing reads as infinity).
+pub fn le_value(le: &str) -> Option<f64> {
+    le.parse().ok()
+}
+
+/// A bucket bound written back the same way: `+Inf` for infinity.
+pub fn le_text(le: f64) -> String {
+    if le == f64::INFINITY {
+        "+Inf".into()
+    } else {
+        le.to_string()
+    }
+}
+
 /// Parses an exported bucket map (`le` string to cumulative count), summing
 /// several series' maps; `None` if a series has no buckets, a bound does not
 /// parse, or there is no `+Inf` bucket.
@@ -191,10 +206,7 @@ pub fn merge_buckets<'a>(
     let mut out: Vec<(f64, f64)> = Vec::new();
     for map in maps {
         for (le, c) in map? {
-            let le: f64 = match le.as_str() {
-                "+Inf" | "Inf" | "inf" => f64::INFINITY,
-                other => other.parse().ok()?,
-            };
+            let le = le_value(le)?;
             match out.iter_mut().find(|x| x.0 == le) {
                 Some(x) => x.1 += c,
                 None => out.push((le, *c)),

@@ -21,11 +21,11 @@ use serde::Serialize;
 
 use super::{CheckStatus, Ctx};
 use crate::artifacts::records::{Phase, Record};
-use crate::artifacts::scrapes::{Sample, Scrape};
+use crate::artifacts::scrapes::Scrape;
 use crate::artifacts::server_metrics::{self, lookup, Family, MetricType, Series};
 use crate::findings::{Code, Finding, Severity};
 use crate::frameworks::{role_of, ObservedAt, RequestScoped, REQUEST_SCOPED};
-use crate::stats::{merge_buckets, remove_observations, Percentiles};
+use crate::stats::{le_text, le_value, merge_buckets, remove_observations, Percentiles};
 
 /// An expected observation count: a range, because a failed request may or
 /// may not have been observed.
@@ -1071,25 +1071,12 @@ impl Attribution {
     }
 }
 
-fn samples<'a>(scrape: &'a Scrape, name: &str) -> Option<&'a Vec<Sample>> {
-    scrape.samples(name)
-}
-
 /// One scrape of the metric on the endpoint: cumulative count, sum and buckets.
 struct Point {
     t: u64,
     count: f64,
     sum: Option<f64>,
     buckets: BTreeMap<u64, (f64, f64)>, // le bits (ordered by value) -> (le, count)
-}
-
-/// A bucket bound as AIPerf and Prometheus write it.
-fn le_string(le: f64) -> String {
-    if le == f64::INFINITY {
-        "+Inf".into()
-    } else {
-        le.to_string()
-    }
 }
 
 fn le_key(le: f64) -> u64 {
@@ -1102,7 +1089,7 @@ fn points(scrapes: &[Scrape], endpoint: &str, name: &str, role: Option<&str>) ->
         .iter()
         .filter(|s| s.endpoint_url == endpoint)
         .filter_map(|s| {
-            let ss = samples(s, name)?;
+            let ss = s.samples(name)?;
             let mut p = Point {
                 t: s.timestamp_ns,
                 count: 0.0,
@@ -1116,11 +1103,7 @@ fn points(scrapes: &[Scrape], endpoint: &str, name: &str, role: Option<&str>) ->
                     _ => None,
                 };
                 for (le, c) in x.buckets.iter().flatten() {
-                    let v = if le == "+Inf" {
-                        f64::INFINITY
-                    } else {
-                        le.parse().ok()?
-                    };
+                    let v = le_value(le)?;
                     let e = p.buckets.entry(le_key(v)).or_insert((v, 0.0));
                     e.1 += c;
                 }
@@ -1351,7 +1334,7 @@ fn attribute(
             avg: sum.filter(|_| count > 0).map(|s| s / count as f64),
             exactness: if bounded { "bounded" } else { "exact" },
             percentiles: buckets.as_deref().map(Percentiles::of_buckets),
-            buckets: buckets.map(|b| b.iter().map(|(le, c)| (le_string(*le), *c)).collect()),
+            buckets: buckets.map(|b| b.iter().map(|(le, c)| (le_text(*le), *c)).collect()),
         }
     };
     Some(Attribution {
