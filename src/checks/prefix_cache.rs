@@ -169,15 +169,16 @@ fn has_prefill_role(families: &Families, name: &str) -> bool {
     })
 }
 
-fn label_is(
-    key: &'static str,
-    values: &'static [&'static str],
-) -> impl Fn(&server_metrics::Series) -> bool {
-    move |s| {
-        s.labels
-            .get(key)
-            .is_some_and(|v| values.contains(&v.as_str()))
-    }
+/// Whether a series with `labels` counts for one side of a formula: its
+/// label filter, and in prefill/decode deployments the prefill role. Shared
+/// by the export's series and the raw scrapes' samples.
+fn counts_for(
+    labels: &std::collections::BTreeMap<String, String>,
+    filter: Option<(&str, &[&str])>,
+    prefill_only: bool,
+) -> bool {
+    (!prefill_only || role_of(labels).is_some_and(|r| PREFILL_ROLES.contains(&r)))
+        && filter.is_none_or(|(k, v)| labels.get(k).is_some_and(|x| v.contains(&x.as_str())))
 }
 
 /// A (numerator, denominator) formula over token counters.
@@ -297,15 +298,8 @@ fn evaluate(families: &Families, f: &'static Formula) -> Option<ServerRate> {
     // In prefill/decode deployments, decode workers count KV received from
     // prefill as hits: use prefill-role series when any exist.
     let prefill_only = has_prefill_role(families, num_name);
-    let role_ok = move |s: &server_metrics::Series| {
-        !prefill_only || role_of(&s.labels).is_some_and(|r| PREFILL_ROLES.contains(&r))
-    };
-    let num_keep = |s: &server_metrics::Series| {
-        role_ok(s) && f.num_filter.is_none_or(|(k, v)| label_is(k, v)(s))
-    };
-    let den_keep = |s: &server_metrics::Series| {
-        role_ok(s) && f.den_filter.is_none_or(|(k, v)| label_is(k, v)(s))
-    };
+    let num_keep = |s: &server_metrics::Series| counts_for(&s.labels, f.num_filter, prefill_only);
+    let den_keep = |s: &server_metrics::Series| counts_for(&s.labels, f.den_filter, prefill_only);
     let mut endpoints = Vec::new();
     let numerator = sum_family(families, num_name, &num_keep, &mut endpoints)?;
     let denominator = sum_family(families, den_name, &den_keep, &mut endpoints)?;

@@ -16,10 +16,9 @@
 
 use serde::Serialize;
 
-use super::ServerRate;
+use super::{counts_for, ServerRate};
 use crate::artifacts::records::{Phase, Record};
 use crate::artifacts::scrapes::Scrape;
-use crate::frameworks::{role_of, PREFILL_ROLES};
 
 /// The headline formula recomputed over the true profiling requests.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -62,15 +61,10 @@ pub fn recompute(
     if records.is_empty() {
         return Err("there are no records to attribute the increments to".into());
     }
-    let keep = |labels: &std::collections::BTreeMap<String, String>,
-                filter: Option<(&str, &[&str])>| {
-        (!prefill_only || role_of(labels).is_some_and(|r| PREFILL_ROLES.contains(&r)))
-            && filter.is_none_or(|(k, v)| labels.get(k).is_some_and(|x| v.contains(&x.as_str())))
-    };
     let total = |s: &Scrape, name: &str, filter| -> Option<f64> {
         s.samples(name).map(|ss| {
             ss.iter()
-                .filter(|x| keep(&x.labels, filter))
+                .filter(|x| counts_for(&x.labels, filter, prefill_only))
                 .filter_map(|x| x.cumulative())
                 .sum()
         })
