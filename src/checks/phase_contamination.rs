@@ -709,23 +709,21 @@ impl Problem {
             }
             // Bucket-estimated percentiles: exact bias after an exact
             // repair, otherwise the worst case inside the bounds.
-            if let Some(pb) = self.percentile_bias_p {
-                for (stat, b) in pb.known() {
-                    let quantity = match stat {
-                        "p50" => "profiling_p50_bias",
-                        "p90" => "profiling_p90_bias",
-                        _ => "profiling_p99_bias",
-                    };
-                    f = f.effect(quantity, b, "%");
+            const QUANTITY: [(&str, &str, &str); 3] = [
+                ("p50", "profiling_p50_bias", "profiling_p50_bias_up_to"),
+                ("p90", "profiling_p90_bias", "profiling_p90_bias_up_to"),
+                ("p99", "profiling_p99_bias", "profiling_p99_bias_up_to"),
+            ];
+            let quantity = |stat: &str| QUANTITY.iter().find(|q| q.0 == stat);
+            for (stat, b) in self.percentile_bias_p.iter().flat_map(|p| p.known()) {
+                if let Some(q) = quantity(stat) {
+                    f = f.effect(q.1, b, "%");
                 }
             }
             if let Some((stat, b)) = self.percentile_worst_p {
-                let quantity = match stat {
-                    "p50" => "profiling_p50_bias_up_to",
-                    "p90" => "profiling_p90_bias_up_to",
-                    _ => "profiling_p99_bias_up_to",
-                };
-                f = f.effect(quantity, b, "%");
+                if let Some(q) = quantity(stat) {
+                    f = f.effect(q.2, b, "%");
+                }
             }
             f.severity = sev;
             f
