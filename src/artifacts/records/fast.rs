@@ -45,7 +45,7 @@ pub(super) fn parse(line: &str, line_no: u64, shapes: &mut Shapes) -> Option<Rec
 /// the scan would have; anything else is scanned as usual.
 #[derive(Default)]
 pub(super) struct Shapes {
-    keys: [Vec<Box<[u8]>>; 3],
+    keys: [Vec<Vec<u8>>; 3],
 }
 
 /// Which object's keys.
@@ -352,11 +352,14 @@ impl<'a> Scanner<'a> {
         self.expect(b':')?;
         let written = &self.b[at..self.i];
         if written.len() == key.len() + 3 {
+            // Overwritten in place: a run whose lines alternate between two
+            // key orders does not allocate a key per miss.
             let keys = &mut self.shapes.keys[obj as usize];
             if position < keys.len() {
-                keys[position] = written.into();
+                keys[position].clear();
+                keys[position].extend_from_slice(written);
             } else if position == keys.len() {
-                keys.push(written.into());
+                keys.push(written.to_vec());
             }
         }
         Some(key)
