@@ -1,5 +1,6 @@
 //! Times each stage of auditing one run (load, model, each check, JSON), on
-//! the calling thread: where the time of `benches/bench.sh` goes.
+//! the calling thread: where the time of `benches/bench.sh` goes; and what
+//! one walk over the record vector costs.
 //!
 //!     cargo run --release --example stage_times -- RUN_DIR
 use std::io::Write;
@@ -51,4 +52,26 @@ fn main() {
         "record: {} bytes inline",
         std::mem::size_of::<artifact_check::artifacts::records::Record>()
     );
+    // What one walk over the record vector costs (the checks make many):
+    // the fastest of five, reading one metric of every record.
+    if let Some(read) = run.records.as_ref() {
+        use artifact_check::artifacts::records::Metric;
+        let best = (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                let sum: f64 = read
+                    .records
+                    .iter()
+                    .filter_map(|r| r.values.get(Metric::TimeToFirstToken))
+                    .sum();
+                std::hint::black_box(sum);
+                t.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min);
+        out!(
+            "one walk over {} records: {:.1} ms",
+            read.records.len(),
+            best * 1e3
+        );
+    }
 }
