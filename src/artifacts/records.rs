@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::mpsc;
 
 use rayon::prelude::*;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::findings::{Code, Finding};
 
@@ -147,7 +147,7 @@ impl Values {
 /// be: a canonical UUID (lowercase, hyphenated, what AIPerf writes) in 16
 /// bytes, a short id (up to 22 bytes) inline, anything longer as text. It
 /// displays as exactly the text it was read from.
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum Id {
     /// A lowercase hyphenated UUID.
     Uuid([u8; 16]),
@@ -177,6 +177,18 @@ impl Id {
             };
         }
         Id::Text(text.into())
+    }
+}
+
+/// Hashes a UUID as one `u128` write (duplicate-id detection hashes every
+/// record's id); equal ids hash equally, as `Eq` requires.
+impl std::hash::Hash for Id {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        match self {
+            Id::Uuid(u) => state.write_u128(u128::from_le_bytes(*u)),
+            Id::Short { len, bytes } => state.write(&bytes[..usize::from(*len)]),
+            Id::Text(t) => state.write(t.as_bytes()),
+        }
     }
 }
 
@@ -298,9 +310,14 @@ impl Record {
 
     /// The request id, or `line N` when the record has none.
     pub fn id_or_line(&self) -> String {
+        self.request_ref().to_string()
+    }
+
+    /// [`Record::id_or_line`] without formatting it yet.
+    pub fn request_ref(&self) -> RequestRef {
         match &self.x_request_id {
-            Some(id) => id.to_string(),
-            None => format!("line {}", self.line),
+            Some(id) => RequestRef::Id(id.clone()),
+            None => RequestRef::Line(self.line),
         }
     }
 
@@ -311,6 +328,32 @@ impl Record {
             return None;
         }
         Some(self.request_start_ns.saturating_add((ttft * 1e6) as u64))
+    }
+}
+
+/// A request named in a report: its `x_request_id`, or `line N` when it has
+/// none. Serializes as that text; kept compact until then, since a report
+/// can name every cold request of a million-record run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RequestRef {
+    /// The record's `x_request_id`.
+    Id(Id),
+    /// The record's line, for a record without an id.
+    Line(u64),
+}
+
+impl std::fmt::Display for RequestRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RequestRef::Id(id) => id.fmt(f),
+            RequestRef::Line(n) => write!(f, "line {n}"),
+        }
+    }
+}
+
+impl Serialize for RequestRef {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 

@@ -10,6 +10,7 @@
 //!
 //! Why it matters: every other check stands on these counts.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use serde::Serialize;
@@ -189,12 +190,28 @@ fn summary_agreement(
     findings: &mut Vec<Finding>,
     compared: &mut Vec<SummaryComparison>,
 ) {
-    let profiling: Vec<_> = records
+    // One walk: the profiling counts and, in file order (the mean sums them
+    // in that order), the values of each recomputed metric the summary has.
+    // Values are finite: the reader drops the rest.
+    let wanted: Vec<bool> = RECOMPUTED
         .iter()
-        .filter(|r| r.phase == Phase::Profiling)
+        .map(|m| s.metrics.contains_key(m.tag()))
         .collect();
-    let ok = profiling.iter().filter(|r| r.is_success()).count() as f64;
-    let errors = profiling.iter().filter(|r| !r.is_success()).count() as f64;
+    let mut columns: Vec<Vec<f64>> = vec![Vec::new(); RECOMPUTED.len()];
+    let (mut ok, mut errors) = (0u64, 0u64);
+    for r in records.iter().filter(|r| r.phase == Phase::Profiling) {
+        if r.is_success() {
+            ok += 1;
+        } else {
+            errors += 1;
+        }
+        for ((m, column), &want) in RECOMPUTED.iter().zip(&mut columns).zip(&wanted) {
+            if let Some(v) = r.values.get(*m).filter(|_| want) {
+                column.push(v);
+            }
+        }
+    }
+    let (ok, errors) = (ok as f64, errors as f64);
     let mut mismatch = |what: String, field: String, published: f64, recomputed: f64| {
         findings.push(
             Finding::new(
@@ -229,16 +246,11 @@ fn summary_agreement(
             errors,
         );
     }
-    for &metric in RECOMPUTED {
+    for (&metric, mut values) in RECOMPUTED.iter().zip(columns) {
         let Some(entry) = s.metrics.get(metric.tag()) else {
             continue;
         };
-        // Values are finite (the reader drops the rest); file order, then
-        // percentiles by selection.
-        let mut values: Vec<f64> = profiling
-            .iter()
-            .filter_map(|r| r.values.get(metric))
-            .collect();
+        // Percentiles by selection.
         let mine = stats::Summary::of_values(&mut values);
         let pairs = [
             ("count", entry.count, Some(values.len() as f64)),
@@ -356,10 +368,11 @@ fn record_sanity(records: &[records::Record], findings: &mut Vec<Finding>) {
     let mut backwards = Vec::new();
     for r in records {
         if let Some(id) = r.x_request_id.as_ref() {
-            if let Some(&first) = first_line.get(id) {
-                duplicates.push((id, first, r.line));
-            } else {
-                first_line.insert(id, r.line);
+            match first_line.entry(id) {
+                Entry::Occupied(first) => duplicates.push((id, *first.get(), r.line)),
+                Entry::Vacant(slot) => {
+                    slot.insert(r.line);
+                }
             }
         }
         if r.request_end_ns < r.request_start_ns {

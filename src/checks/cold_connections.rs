@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{CheckStatus, Ctx};
-use crate::artifacts::records::{self, Metric, Phase, Record};
+use crate::artifacts::records::{self, Metric, Phase, Record, RequestRef};
 use crate::config::ColdSettings;
 use crate::findings::{Code, Finding};
 use crate::stats::{self, DiffInterval};
@@ -135,7 +135,7 @@ pub struct Report {
     /// First turns of sessions among profiling records.
     pub first_turns: usize,
     /// `x_request_id`s of the cold profiling records, in file order.
-    pub cold_request_ids: Vec<String>,
+    pub cold_request_ids: Vec<RequestRef>,
     /// The same counts over warmup records.
     pub warmup: Option<Counts>,
     /// Thresholds in force.
@@ -175,18 +175,35 @@ pub struct Thresholds {
     pub min_warm_records: usize,
 }
 
-fn counts<'a>(records: impl Iterator<Item = &'a Record>, s: &ColdSettings) -> Counts {
-    let mut c = Counts::default();
-    for r in records {
-        c.records += 1;
-        c.first_turns += usize::from(r.turn_index == Some(0));
-        match classify(r, s) {
-            Temperature::Cold => c.cold += 1,
-            Temperature::Warm => c.warm += 1,
-            Temperature::Unknown => c.unknown += 1,
+impl Counts {
+    fn add(&mut self, r: &Record, t: Temperature) {
+        self.records += 1;
+        self.first_turns += usize::from(r.turn_index == Some(0));
+        match t {
+            Temperature::Cold => self.cold += 1,
+            Temperature::Warm => self.warm += 1,
+            Temperature::Unknown => self.unknown += 1,
         }
     }
-    c
+}
+
+/// One metric's values over the successful profiling records.
+#[derive(Default)]
+struct Columns {
+    all: Vec<f64>,
+    warm: Vec<f64>,
+    cold: Vec<f64>,
+}
+
+impl Columns {
+    fn push(&mut self, v: f64, t: Temperature) {
+        self.all.push(v);
+        match t {
+            Temperature::Warm => self.warm.push(v),
+            Temperature::Cold => self.cold.push(v),
+            Temperature::Unknown => {}
+        }
+    }
 }
 
 /// Runs the check.
@@ -203,38 +220,45 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         let report = empty(thresholds, format!("{} was not read", records::FILE));
         return (report, findings);
     };
-    let profiling: Vec<&Record> = records
-        .iter()
-        .filter(|r| r.phase == Phase::Profiling)
-        .collect();
-    let c = counts(profiling.iter().copied(), s);
-    let warmup_records = records.iter().filter(|r| r.phase == Phase::Warmup);
-    let warmup = ctx.model.warmup.as_ref().map(|_| counts(warmup_records, s));
-    let cold_request_ids = profiling
-        .iter()
-        .filter(|r| classify(r, s) == Temperature::Cold)
-        .map(|r| r.id_or_line())
-        .collect();
+    // One walk over the records: the counts per phase, the cold ids, the
+    // cold successful records, and for each key metric the values of the
+    // successful profiling records: all (in file order: the mean sums them in
+    // that order), warm and cold. Three columns per metric, a few MB even
+    // for a million records, instead of a walk over the records per metric.
+    let mut c = Counts::default();
+    let mut warmup_counts = Counts::default();
+    let mut cold_request_ids = Vec::new();
+    let mut cold: Vec<&Record> = Vec::new();
+    let mut columns: Vec<Columns> = KEY_METRICS.iter().map(|_| Columns::default()).collect();
+    for r in records {
+        let t = classify(r, s);
+        match r.phase {
+            Phase::Warmup => warmup_counts.add(r, t),
+            Phase::Profiling => {
+                c.add(r, t);
+                if t == Temperature::Cold {
+                    cold_request_ids.push(r.request_ref());
+                }
+                if !r.is_success() {
+                    continue;
+                }
+                if t == Temperature::Cold {
+                    cold.push(r);
+                }
+                for (&m, col) in KEY_METRICS.iter().zip(&mut columns) {
+                    if let Some(v) = r.values.get(m) {
+                        col.push(v, t);
+                    }
+                }
+            }
+        }
+    }
+    let warmup = ctx.model.warmup.as_ref().map(|_| warmup_counts);
     let shares = (c.records > 0).then(|| Shares {
         cold: c.cold as f64 / c.records as f64,
         warm: c.warm as f64 / c.records as f64,
         unknown: c.unknown as f64 / c.records as f64,
     });
-
-    // Successful profiling records, each classified once.
-    let temps: Vec<(&Record, Temperature)> = profiling
-        .iter()
-        .filter(|r| r.is_success())
-        .map(|r| (*r, classify(r, s)))
-        .collect();
-    let of = |t: Temperature| -> Vec<&Record> {
-        temps
-            .iter()
-            .filter(|(_, x)| *x == t)
-            .map(|(r, _)| *r)
-            .collect()
-    };
-    let cold = of(Temperature::Cold);
     let classified = c.cold + c.warm;
     let all_cold = classified > 0 && c.warm == 0;
 
@@ -267,7 +291,8 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     // selections); results in metric order.
     let per_metric: Vec<_> = KEY_METRICS
         .par_iter()
-        .map(|&m| metric_effect(m, &temps, cold.len(), s))
+        .zip(columns)
+        .map(|(&m, col)| metric_effect(m, col, cold.len(), s))
         .collect();
     for (metric, effect) in KEY_METRICS.iter().zip(per_metric) {
         if let Some((stats, n, finding)) = effect {
@@ -339,24 +364,15 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
 /// finding; `None` when no successful profiling record has the metric.
 fn metric_effect(
     metric: Metric,
-    temps: &[(&Record, Temperature)],
+    columns: Columns,
     cold_requests: usize,
     s: &ColdSettings,
 ) -> Option<(Vec<MetricStat>, Noise, Option<Finding>)> {
-    // All values in file order (the mean sums them in that order), and
-    // the warm and cold ones: three columns of one metric, a few MB even for
-    // a million records.
-    let (mut all_v, mut warm_v, mut cold_v) = (Vec::new(), Vec::new(), Vec::new());
-    for (r, t) in temps {
-        if let Some(v) = r.values.get(metric) {
-            all_v.push(v);
-            match t {
-                Temperature::Warm => warm_v.push(v),
-                Temperature::Cold => cold_v.push(v),
-                Temperature::Unknown => {}
-            }
-        }
-    }
+    let Columns {
+        all: mut all_v,
+        warm: mut warm_v,
+        cold: cold_v,
+    } = columns;
     if all_v.is_empty() {
         return None;
     }

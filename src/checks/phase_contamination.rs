@@ -834,20 +834,18 @@ fn windows(ctx: &Ctx, findings: &mut Vec<Finding>) -> Windows {
     if we <= ps {
         return w;
     }
-    let prof: Vec<&Record> = records
-        .iter()
-        .filter(|r| r.phase == Phase::Profiling)
-        .collect();
-    let started = prof.iter().filter(|r| r.request_start_ns < we).count() as u64;
-    let first = prof
-        .iter()
-        .filter(|r| r.first_token_ns().unwrap_or(r.request_end_ns) < we)
-        .count() as u64;
-    let finished = prof.iter().filter(|r| r.request_end_ns < we).count() as u64;
-    let warm_late = records
-        .iter()
-        .filter(|r| r.phase == Phase::Warmup && r.request_end_ns > ps)
-        .count() as u64;
+    // One walk over the records for all four counts.
+    let (mut started, mut first, mut finished, mut warm_late) = (0u64, 0u64, 0u64, 0u64);
+    for r in records {
+        match r.phase {
+            Phase::Profiling => {
+                started += u64::from(r.request_start_ns < we);
+                first += u64::from(r.first_token_ns().unwrap_or(r.request_end_ns) < we);
+                finished += u64::from(r.request_end_ns < we);
+            }
+            Phase::Warmup => warm_late += u64::from(r.request_end_ns > ps),
+        }
+    }
     w.profiling_started_before_warmup_closed = Some(started);
     w.profiling_first_token_before_warmup_closed = Some(first);
     w.profiling_finished_before_warmup_closed = Some(finished);
@@ -1137,7 +1135,6 @@ fn candidates(records: &[Record], at: ObservedAt, slack: u64) -> Vec<Candidate> 
                 earliest,
                 event,
                 phase: r.phase,
-                floating: false,
             }
         })
         .collect();
@@ -1145,15 +1142,11 @@ fn candidates(records: &[Record], at: ObservedAt, slack: u64) -> Vec<Candidate> 
     cands
 }
 
-#[derive(Clone)]
 struct Candidate {
     /// Earliest time the server can have published its observation.
     earliest: u64,
     event: u64,
     phase: Phase,
-    /// Passed over in an interval where either phase could have taken the
-    /// increment: whichever increment it gets later could have gone elsewhere.
-    floating: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -1196,14 +1189,19 @@ fn attribute(
         return None;
     }
     let slack = (ctx.settings.phase.match_slack_ms * 1e6) as u64;
-    let mut cands: Vec<Candidate> = prepared.to_vec();
+    let cands = prepared;
+    // Passed over in an interval where either phase could have taken the
+    // increment: whichever increment such a candidate gets later could have
+    // gone elsewhere. Kept beside the shared candidates, not in a copy.
+    let mut floating = vec![false; cands.len()];
     // The baseline must predate every request, or earlier increments are lost.
     if first_start.is_some_and(|s| s <= pts[0].t) {
         return None;
     }
     let is_hist = pts.iter().all(|p| p.sum.is_some());
     let mut next = 0usize;
-    let mut pending: Vec<usize> = Vec::new();
+    // Pending candidates as (event, index): ranking them reads no candidate.
+    let mut pending: Vec<(u64, usize)> = Vec::new();
     let mut increments: Vec<Increment> = Vec::new();
     let mut unattributed = 0u64;
     for w in pts.windows(2) {
@@ -1213,15 +1211,14 @@ fn attribute(
             return None; // a reset: reported separately, not repaired across
         }
         while next < cands.len() && cands[next].earliest <= b.t {
-            pending.push(next);
+            pending.push((cands[next].event, next));
             next += 1;
         }
         let k = dc.round() as usize;
         if k == 0 {
             continue;
         }
-        let rank = |i: &usize| {
-            let e = cands[*i].event;
+        let rank = |e: u64| {
             if e + slack > a.t && e <= b.t + slack {
                 (0, e) // on time
             } else if e <= a.t {
@@ -1234,21 +1231,25 @@ fn attribute(
         // arrival order (the candidate index). Selecting them is linear in
         // the pending candidates, which a run whose server counted far fewer
         // observations than it had requests can pile up.
-        let key = |i: &usize| (rank(i), *i);
+        let key = |&(e, i): &(u64, usize)| (rank(e), i);
         let take = k.min(pending.len());
         if take < pending.len() {
             pending.select_nth_unstable_by_key(take, key);
         }
         pending[..take].sort_unstable_by_key(key);
-        let chosen: Vec<usize> = pending.drain(..take).collect();
-        let both_phases = |a: &[usize], b: &[usize]| {
-            let mut it = a.iter().chain(b).map(|i| cands[*i].phase);
-            it.next().is_some_and(|first| it.any(|p| p != first))
+        let chosen: Vec<usize> = pending.drain(..take).map(|(_, i)| i).collect();
+        let ambiguous = !pending.is_empty() && {
+            let mut phases = chosen
+                .iter()
+                .chain(pending.iter().map(|(_, i)| i))
+                .map(|i| cands[*i].phase);
+            phases
+                .next()
+                .is_some_and(|first| phases.any(|p| p != first))
         };
-        let ambiguous = !pending.is_empty() && both_phases(&chosen, &pending);
         if ambiguous {
-            for i in &pending {
-                cands[*i].floating = true;
+            for &(_, i) in &pending {
+                floating[i] = true;
             }
         }
         unattributed += (k - chosen.len()) as u64;
@@ -1265,14 +1266,14 @@ fn attribute(
             .len()
             > 1;
         for (j, (lo, hi, le)) in ranges.into_iter().enumerate() {
-            let cand = chosen.get(j).map(|i| &cands[*i]);
+            let cand = chosen.get(j).copied();
             increments.push(Increment {
-                phase: cand.map(|c| c.phase),
+                phase: cand.map(|i| cands[i].phase),
                 point,
                 lo,
                 hi,
                 le,
-                uncertain: ambiguous || mixed_here || cand.is_some_and(|c| c.floating),
+                uncertain: ambiguous || mixed_here || cand.is_some_and(|i| floating[i]),
             });
         }
     }
