@@ -7,15 +7,29 @@ fn main() {
     let run = artifact_check::artifacts::load(std::path::Path::new(&dir));
     let model = RunModel::build(&run);
     let settings = Settings::default();
-    let ctx = Ctx { run: &run, model: &model, settings: &settings };
+    let ctx = Ctx {
+        run: &run,
+        model: &model,
+        settings: &settings,
+    };
     for _ in 0..10 {
         let t = std::time::Instant::now();
         match which.as_str() {
-            "a" => { std::hint::black_box(checks::artifacts::run(&ctx)); }
-            "p" => { std::hint::black_box(checks::phase_contamination::run(&ctx)); }
-            "c" => { std::hint::black_box(checks::cold_connections::run(&ctx)); }
-            "x" => { std::hint::black_box(checks::prefix_cache::run(&ctx)); }
-            _ => { std::hint::black_box(checks::run_all(&ctx)); }
+            "a" => {
+                std::hint::black_box(checks::artifacts::run(&ctx));
+            }
+            "p" => {
+                std::hint::black_box(checks::phase_contamination::run(&ctx));
+            }
+            "c" => {
+                std::hint::black_box(checks::cold_connections::run(&ctx));
+            }
+            "x" => {
+                std::hint::black_box(checks::prefix_cache::run(&ctx));
+            }
+            _ => {
+                std::hint::black_box(checks::run_all(&ctx));
+            }
         }
         eprintln!("{:.3}", t.elapsed().as_secs_f64());
     }

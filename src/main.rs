@@ -1,9 +1,6 @@
 //! The `artifact-check` binary: parses arguments, runs the library, prints
 //! the report and maps the outcome to an exit code (0, 1, 2; see --help).
 
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 

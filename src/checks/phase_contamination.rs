@@ -17,6 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{CheckStatus, Ctx};
@@ -358,10 +359,49 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         .then(|| busy.iter().next().cloned())
         .flatten();
     let slack_ns = (ctx.settings.phase.match_slack_ms * 1e6) as u64;
-    let mut prepared: std::collections::HashMap<ObservedAt, Vec<Candidate>> =
-        std::collections::HashMap::new();
+    // The repair from raw scrapes of every (metric, role), in parallel, in
+    // the order the loop below takes them. Candidates depend only on when a
+    // metric is observed: built once per kind, not once per metric.
+    let jobs: Vec<(&Found, Option<String>)> = found
+        .iter()
+        .flat_map(|f| roles(f).into_iter().map(move |r| (f, r)))
+        .collect();
+    let mut corrections: std::vec::IntoIter<Option<Attribution>> = match ctx
+        .run
+        .scrapes
+        .as_ref()
+        .zip(records)
+        .zip(single_busy.as_ref())
+    {
+        Some(((sc, rs), ep)) => {
+            let mut kinds: Vec<ObservedAt> = found.iter().map(|f| f.def.observed_at).collect();
+            kinds.sort_unstable_by_key(|k| *k as u8);
+            kinds.dedup();
+            let prepared: Vec<(ObservedAt, Vec<Candidate>)> = kinds
+                .into_par_iter()
+                .map(|at| (at, candidates(rs, at, slack_ns)))
+                .collect();
+            let first_start = rs.iter().map(|r| r.request_start_ns).min();
+            jobs.par_iter()
+                .map(|(f, role)| {
+                    let at = f.def.observed_at;
+                    let cands = &prepared.iter().find(|p| p.0 == at)?.1;
+                    attribute(
+                        &sc.scrapes,
+                        first_start,
+                        cands,
+                        ep,
+                        &f.name,
+                        role.as_deref(),
+                        ctx,
+                    )
+                })
+                .collect()
+        }
+        None => vec![None; jobs.len()],
+    }
+    .into_iter();
     let mut problems: Vec<Problem> = Vec::new();
-    let mut first_start: Option<Option<u64>> = None;
     for f in &found {
         for role in roles(f) {
             let kind = f.profiling.or(f.warmup).map(|x| x.kind).unwrap_or_default();
@@ -385,31 +425,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
                 _ => None,
             };
             let (class_p, class_w) = classify(dp, dw);
-            let corrected = ctx
-                .run
-                .scrapes
-                .as_ref()
-                .zip(records)
-                .zip(single_busy.as_ref())
-                .and_then(|((sc, rs), ep)| {
-                    // Candidates depend only on when the metric is observed:
-                    // built once per kind, not once per metric.
-                    let at = f.def.observed_at;
-                    let prepared = prepared
-                        .entry(at)
-                        .or_insert_with(|| candidates(rs, at, slack_ns));
-                    let first_start = *first_start
-                        .get_or_insert_with(|| rs.iter().map(|r| r.request_start_ns).min());
-                    attribute(
-                        &sc.scrapes,
-                        first_start,
-                        prepared,
-                        ep,
-                        &f.name,
-                        role.as_deref(),
-                        ctx,
-                    )
-                });
+            let corrected = corrections.next().flatten();
             report.repaired_from_raw_scrapes |= corrected.is_some();
             for (phase, series, exp, fnd, d, class) in [
                 (Phase::Profiling, &sp, exp_p, found_p, dp, class_p),

@@ -665,7 +665,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         }
     }
 
-    let prefill_throughput = prefill_groups(ok(Phase::Profiling).collect());
+    let prefill_throughput = prefill_groups(ok(Phase::Profiling));
     let all_records = prefill_throughput.first().map_or(0, |g| g.records);
     // The hit group is reported only when it is not the whole run.
     let flagged = prefill_throughput
@@ -773,32 +773,44 @@ struct Crossing<'a> {
 /// profiling requests to start (counted in warmup) or the last to finish
 /// (after the final scrape). The shortest such run of requests whose prompt
 /// tokens sum to the difference exactly is the attribution.
-fn shortest_run(
-    mut rs: Vec<&Record>,
+fn shortest_run<'a>(
+    rs: impl IntoIterator<Item = &'a Record>,
     key: fn(&Record) -> u64,
     latest_first: bool,
     target: f64,
-) -> Option<Vec<&Record>> {
-    // Only the first 64 in order matter: select them, then sort those
-    // (ties broken by line, as a stable sort of the file order would).
-    let order = |a: &&Record, b: &&Record| {
-        let (ka, kb) = ((key(a), a.line), (key(b), b.line));
+) -> Option<Vec<&'a Record>> {
+    // Only the first 64 in order matter: keep them in one pass over the
+    // records (ties broken by line, as a stable sort of the file order
+    // would), then sort those. A record's rank is unique: lines are.
+    const FIRST: usize = 64;
+    let rank = |r: &Record| {
+        let (k, line) = (key(r), r.line);
         if latest_first {
-            kb.cmp(&ka)
+            (!k, !line)
         } else {
-            ka.cmp(&kb)
+            (k, line)
         }
     };
-    if rs.len() > 64 {
-        rs.select_nth_unstable_by(63, order);
-        rs.truncate(64);
+    let mut kept: Vec<((u64, u64), &Record)> = Vec::with_capacity(2 * FIRST);
+    let mut worst_kept: Option<(u64, u64)> = None;
+    for r in rs {
+        let k = rank(r);
+        if worst_kept.is_some_and(|w| k > w) {
+            continue;
+        }
+        kept.push((k, r));
+        if kept.len() == 2 * FIRST {
+            kept.select_nth_unstable_by_key(FIRST - 1, |e| e.0);
+            kept.truncate(FIRST);
+            worst_kept = Some(kept[FIRST - 1].0);
+        }
     }
-    rs.sort_unstable_by(order);
+    kept.sort_unstable_by_key(|e| e.0);
     let mut total = 0.0;
-    for (i, r) in rs.iter().enumerate().take(64) {
+    for (i, (_, r)) in kept.iter().enumerate().take(FIRST) {
         total += r.values.get(Metric::UsagePromptTokens)?;
         if (total - target).abs() < 0.5 {
-            return Some(rs[..=i].to_vec());
+            return Some(kept[..=i].iter().map(|e| e.1).collect());
         }
     }
     None
@@ -813,8 +825,7 @@ fn boundary_requests(
     let succ = |phase| {
         records
             .iter()
-            .filter(|r| r.phase == phase && r.is_success())
-            .collect::<Vec<_>>()
+            .filter(move |r| r.phase == phase && r.is_success())
     };
     if diff > 0.0 {
         let requests = find(succ(Phase::Warmup), |r| r.request_end_ns, true)?;
@@ -889,9 +900,8 @@ fn adjust(h: &ServerRate, c: &Crossing, diff: f64) -> ServerRate {
     }
 }
 
-fn prefill_groups(ok: Vec<&Record>) -> Vec<PrefillGroup> {
+fn prefill_groups<'a>(ok: impl Iterator<Item = &'a Record>) -> Vec<PrefillGroup> {
     let rows: Vec<(bool, f64, f64)> = ok
-        .iter()
         .filter_map(|r| {
             let ttft = r.values.get(Metric::TimeToFirstToken)?;
             let prompt = r.values.get(Metric::UsagePromptTokens)?;
@@ -941,7 +951,7 @@ mod tests {
                 r
             })
             .collect();
-        let refs = || records.iter().collect::<Vec<_>>();
+        let refs = || records.iter();
         let lines = |rs: Option<Vec<&Record>>| rs.map(|v| v.iter().map(|r| r.line).collect());
         // Latest end first: lines 200, 199 (tie, later line first), 198, ...
         let got: Option<Vec<u64>> = lines(shortest_run(
@@ -964,6 +974,64 @@ mod tests {
             lines(shortest_run(refs(), |r| r.request_end_ns, true, 0.25)),
             None
         );
+    }
+
+    #[test]
+    fn shortest_run_agrees_with_a_stable_sort_of_every_record() {
+        // 1,000 requests with keys drawn from few values (many ties), in
+        // both orders, against the definition: a stable sort of all of them.
+        let mut x = 12345u64;
+        let mut next = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 33
+        };
+        let records: Vec<Record> = (0..1000u64)
+            .map(|i| {
+                let mut v = Values::default();
+                v.set(Metric::UsagePromptTokens, Some((1 + next() % 50) as f64));
+                let mut r = Record::with_values(v);
+                r.line = i + 1;
+                r.request_start_ns = next() % 40;
+                r.request_end_ns = 100 + next() % 40;
+                r
+            })
+            .collect();
+        for latest_first in [false, true] {
+            let key: fn(&Record) -> u64 = if latest_first {
+                |r| r.request_end_ns
+            } else {
+                |r| r.request_start_ns
+            };
+            let mut sorted: Vec<&Record> = records.iter().collect();
+            sorted.sort_by_key(|r| key(r));
+            if latest_first {
+                sorted.reverse(); // a stable sort of the reversed file order
+                sorted.sort_by_key(|r| std::cmp::Reverse(key(r)));
+            }
+            for n in [1, 2, 7, 63, 64] {
+                let target: f64 = sorted[..n]
+                    .iter()
+                    .map(|r| r.values.get(Metric::UsagePromptTokens).unwrap())
+                    .sum();
+                let got = shortest_run(records.iter(), key, latest_first, target)
+                    .expect("a run sums to the target");
+                // The shortest prefix reaching the target is the answer.
+                let want_len = (1..=n)
+                    .find(|&m| {
+                        let t: f64 = sorted[..m]
+                            .iter()
+                            .map(|r| r.values.get(Metric::UsagePromptTokens).unwrap())
+                            .sum();
+                        (t - target).abs() < 0.5
+                    })
+                    .unwrap();
+                let got: Vec<u64> = got.iter().map(|r| r.line).collect();
+                let want: Vec<u64> = sorted[..want_len].iter().map(|r| r.line).collect();
+                assert_eq!(got, want, "latest_first {latest_first}, n {n}");
+            }
+        }
     }
 
     fn families(json: &str) -> Families {
