@@ -72,27 +72,31 @@ impl Summary {
         let mean = mean(values);
         let mut out = [None; 3];
         if count > 0 {
-            // From the highest rank down: after selecting the value at rank
-            // `lo`, everything left of it is smaller, so the next (lower)
-            // percentile is selected within `values[..=lo]`; its upper
-            // neighbour, when just past that range, is the one found before.
-            let mut end = count;
-            let mut above = f64::NAN;
-            for (slot, q) in [(2, 99.0), (1, 90.0), (0, 50.0)] {
+            // From the lowest rank up: after selecting the value at rank `lo`,
+            // everything right of it is larger, so the next (higher)
+            // percentile is selected within `values[lo + 1..]`, a shrinking
+            // range (about 1.6 passes over the values in all, where starting
+            // from p99 took about 2.9). A rank's upper neighbour is the
+            // smallest value right of it.
+            let mut start = 0;
+            for (slot, q) in [(0, 50.0), (1, 90.0), (2, 99.0)] {
                 let rank = (q / 100.0) * (count - 1) as f64;
                 let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
-                let (_, &mut at_lo, right) =
-                    values[..end].select_nth_unstable_by(lo, f64::total_cmp);
+                if lo >= start {
+                    values[start..].select_nth_unstable_by(lo - start, f64::total_cmp);
+                    start = lo + 1;
+                }
+                // Else `lo` is the rank selected before, still in place.
+                let at_lo = values[lo];
                 let at_hi = if hi == lo {
                     at_lo
-                } else if hi < end {
-                    right.iter().copied().fold(f64::INFINITY, f64::min)
                 } else {
-                    above
+                    values[lo + 1..]
+                        .iter()
+                        .copied()
+                        .fold(f64::INFINITY, f64::min)
                 };
                 out[slot] = Some(at_lo + (at_hi - at_lo) * (rank - lo as f64));
-                end = lo + 1;
-                above = at_hi;
             }
         }
         Summary {

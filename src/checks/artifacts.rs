@@ -197,7 +197,10 @@ fn summary_agreement(
         .iter()
         .map(|m| s.metrics.contains_key(m.tag()))
         .collect();
-    let mut columns: Vec<Vec<f64>> = vec![Vec::new(); RECOMPUTED.len()];
+    let mut columns: Vec<Vec<f64>> = wanted
+        .iter()
+        .map(|&w| Vec::with_capacity(if w { records.len() } else { 0 }))
+        .collect();
     let (mut ok, mut errors) = (0u64, 0u64);
     for r in records.iter().filter(|r| r.phase == Phase::Profiling) {
         if r.is_success() {

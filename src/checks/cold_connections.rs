@@ -188,7 +188,6 @@ impl Counts {
 }
 
 /// One metric's values over the successful profiling records.
-#[derive(Default)]
 struct Columns {
     all: Vec<f64>,
     warm: Vec<f64>,
@@ -196,6 +195,14 @@ struct Columns {
 }
 
 impl Columns {
+    fn with_capacity(n: usize) -> Columns {
+        Columns {
+            all: Vec::with_capacity(n),
+            warm: Vec::with_capacity(n),
+            cold: Vec::with_capacity(n),
+        }
+    }
+
     fn push(&mut self, v: f64, t: Temperature) {
         self.all.push(v);
         match t {
@@ -229,7 +236,12 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     let mut warmup_counts = Counts::default();
     let mut cold_request_ids = Vec::new();
     let mut cold: Vec<&Record> = Vec::new();
-    let mut columns: Vec<Columns> = KEY_METRICS.iter().map(|_| Columns::default()).collect();
+    // Sized for every record up front: grown by doubling, they would be
+    // copied and their pages touched again at every step.
+    let mut columns: Vec<Columns> = KEY_METRICS
+        .iter()
+        .map(|_| Columns::with_capacity(records.len()))
+        .collect();
     for r in records {
         let t = classify(r, s);
         match r.phase {
@@ -376,6 +388,10 @@ fn metric_effect(
     if all_v.is_empty() {
         return None;
     }
+    // The noise test sums the values in file order, before the selection
+    // below reorders them (its result must not depend on how selection
+    // permutes a column).
+    let n = noise_of(&cold_v, &warm_v, s.min_warm);
     // Percentiles by selection: linear time, no sort of the whole column.
     let (sa, sw) = (
         stats::Summary::of_values(&mut all_v),
@@ -400,7 +416,6 @@ fn metric_effect(
             count_warm: warm_v.len(),
         });
     }
-    let n = noise_of(&cold_v, &warm_v, s.min_warm);
     let mut finding = None;
     if !over.is_empty() {
         let worst = over.iter().map(|o| o.1.abs()).fold(0.0, f64::max);

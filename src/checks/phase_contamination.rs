@@ -1130,30 +1130,27 @@ fn points(scrapes: &[Scrape], endpoint: &str, name: &str, role: Option<&str>) ->
 /// The successful requests as candidates for observations of a metric
 /// observed at `at`, sorted by the earliest time their observation can appear.
 fn candidates(records: &[Record], at: ObservedAt, slack: u64) -> Vec<Candidate> {
-    let mut cands: Vec<Candidate> = records
-        .iter()
-        .filter(|r| r.is_success())
-        .map(|r| {
-            let (event, known) = match at {
-                ObservedAt::Arrival => (r.request_start_ns, true),
-                ObservedAt::FirstToken => match r.first_token_ns() {
-                    Some(t) => (t, true),
-                    None => (r.request_end_ns, false),
-                },
-                ObservedAt::Completion => (r.request_end_ns, true),
-            };
-            let earliest = if known {
-                event.saturating_sub(slack)
-            } else {
-                r.request_start_ns
-            };
-            Candidate {
-                earliest,
-                event,
-                phase: r.phase,
-            }
-        })
-        .collect();
+    let mut cands: Vec<Candidate> = Vec::with_capacity(records.len());
+    cands.extend(records.iter().filter(|r| r.is_success()).map(|r| {
+        let (event, known) = match at {
+            ObservedAt::Arrival => (r.request_start_ns, true),
+            ObservedAt::FirstToken => match r.first_token_ns() {
+                Some(t) => (t, true),
+                None => (r.request_end_ns, false),
+            },
+            ObservedAt::Completion => (r.request_end_ns, true),
+        };
+        let earliest = if known {
+            event.saturating_sub(slack)
+        } else {
+            r.request_start_ns
+        };
+        Candidate {
+            earliest,
+            event,
+            phase: r.phase,
+        }
+    }));
     cands.sort_unstable_by_key(|c| (c.earliest, c.event));
     cands
 }
