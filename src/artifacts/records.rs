@@ -962,6 +962,86 @@ mod tests {
         assert_ne!(Id::new("session_1"), Id::new("session_2"));
     }
 
+    /// Hands out the input in pieces of pseudo-random size (1 byte to
+    /// 300 KB), now and then failing with `Interrupted` first, as a pipe or a
+    /// slow disk can.
+    struct Choppy<'a> {
+        data: &'a [u8],
+        x: u64,
+    }
+
+    impl Read for Choppy<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.x ^= self.x << 13;
+            self.x ^= self.x >> 7;
+            self.x ^= self.x << 17;
+            if self.x % 11 == 0 {
+                return Err(io::Error::from(io::ErrorKind::Interrupted));
+            }
+            let n = [1, 7, 4096, 65_537, 300_000][(self.x % 5) as usize]
+                .min(buf.len())
+                .min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn block_boundaries_and_read_sizes_change_nothing() {
+        // ~5 MiB of lines of varied length across many blocks, a 3 MiB line
+        // (longer than a block: it grows in place over several reads), a
+        // blank line, a bad line, and a last line without its newline.
+        let mut text = String::new();
+        let mut lines = 0;
+        for i in 0..6000 {
+            let pad = "p".repeat(i % 700);
+            text.push_str(&GOOD.replace(r#""a""#, &format!(r#""id-{i}","pad":"{pad}""#)));
+            text.push('\n');
+            lines += 1;
+            if i == 2500 {
+                let long = "q".repeat(3 << 20);
+                text.push_str(&GOOD.replace(r#""a""#, &format!(r#""long","pad":"{long}""#)));
+                text.push_str("\n\nnot json\n");
+                lines += 3;
+            }
+        }
+        text.push_str(GOOD);
+        lines += 1;
+        let plain = read_str(&text);
+        assert_eq!(plain.lines, lines);
+        assert_eq!(plain.records.len(), 6002);
+        assert_eq!(plain.bytes, text.len() as u64);
+        assert_eq!(plain.findings.len(), 1, "{:?}", plain.findings);
+        assert_eq!(plain.findings[0].line, Some(2504));
+        let summary = |r: &RecordsRead| {
+            let ids: Vec<(u64, String)> =
+                r.records.iter().map(|x| (x.line, x.id_or_line())).collect();
+            let findings: Vec<(Option<u64>, String)> = r
+                .findings
+                .iter()
+                .map(|f| (f.line, f.message.clone()))
+                .collect();
+            (ids, findings, r.lines, r.bytes)
+        };
+        let want = summary(&plain);
+        for seed in [1u64, 2, 3] {
+            let mut choppy = Choppy {
+                data: text.as_bytes(),
+                x: 0x9e37_79b9_7f4a_7c15 ^ seed,
+            };
+            let got = read_from(&mut choppy).expect("reads");
+            assert!(summary(&got) == want, "parallel read, seed {seed}");
+            // The sequential path (a run audited on a rayon worker).
+            let mut choppy = Choppy {
+                data: text.as_bytes(),
+                x: 0x2545_f491_4f6c_dd1d ^ seed,
+            };
+            let got = rayon::scope(|_| read_from(&mut choppy)).expect("reads");
+            assert!(summary(&got) == want, "sequential read, seed {seed}");
+        }
+    }
+
     #[test]
     fn truncated_last_line_is_a_warning_with_its_line_number() {
         let r = read_str(&format!("{GOOD}\n{}", &GOOD[..40]));
