@@ -26,6 +26,8 @@ seed records_jsonl "$runs"/*/profile_export.jsonl
 mkdir -p "$here/corpus/record_fast_path"
 for f in "$runs"/*/profile_export.jsonl; do
   head -n 3 "$f" | split -l 1 - "$here/corpus/record_fast_path/$(basename "$(dirname "$f")")-"
+  # And lines together: the later ones read with the cache the first filled.
+  head -n 3 "$f" > "$here/corpus/record_fast_path/$(basename "$(dirname "$f")")-first3"
 done
 seed server_metrics_json "$runs"/*/server_metrics_export.json
 seed summary_json "$runs"/*/profile_export_aiperf.json
