@@ -74,4 +74,7 @@ fn main() {
             best * 1e3
         );
     }
+    let t = Instant::now();
+    drop(run);
+    out!("drop of the run      {:8.3} s", t.elapsed().as_secs_f64());
 }

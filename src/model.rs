@@ -106,7 +106,8 @@ impl RunModel {
                 .map(|w| (w.start_ns, w.end_ns));
             p
         };
-        let warmup = build(Phase::Warmup);
+        // Each a walk over the records: both at once.
+        let (warmup, profiling) = rayon::join(|| build(Phase::Warmup), || build(Phase::Profiling));
         let has_warmup = warmup.configured_requests.is_some()
             || warmup.configured_duration_s.is_some()
             || warmup.records.is_some_and(|n| n > 0)
@@ -114,7 +115,7 @@ impl RunModel {
         RunModel {
             aiperf_version,
             warmup: has_warmup.then_some(warmup),
-            profiling: build(Phase::Profiling),
+            profiling,
         }
     }
 

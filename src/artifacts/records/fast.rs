@@ -548,7 +548,12 @@ impl<'a> Scanner<'a> {
 
     /// A metric field read the general way; a usual one is cached for the
     /// lines after.
-    fn metric_field(&mut self, position: usize, seen: &mut Seen, values: &mut Values) -> Option<()> {
+    fn metric_field(
+        &mut self,
+        position: usize,
+        seen: &mut Seen,
+        values: &mut Values,
+    ) -> Option<()> {
         let at = self.i;
         let key = self.cached_key(Obj::Metrics, position)?;
         let metric = Metric::from_tag(key);
