@@ -16,9 +16,8 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex, PoisonError};
 
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::findings::{Code, Finding};
@@ -600,12 +599,12 @@ pub fn read(path: &Path) -> io::Result<RecordsRead> {
 
 /// Reads records from any reader (see [`read`]).
 ///
-/// A reader thread cuts the input into blocks of about 1 MiB that end at a
-/// line end and hands them over a bounded channel; rayon workers parse blocks
-/// as they arrive and hand the buffers back for reuse; this thread puts the
-/// parsed blocks back in file order (a small reorder buffer) and appends
-/// their records. Nobody waits for a whole batch, and memory is bounded by
-/// the blocks in flight plus the compact records, not by the file.
+/// Every rayon worker, in turn under a lock, reads the next block of about
+/// 1 MiB that ends at a line end (into a reused buffer), then parses it
+/// outside the lock; this thread puts the parsed blocks back in file order (a
+/// small reorder buffer) and appends their records. Nobody waits for a whole
+/// batch, and memory is bounded by the blocks in flight (one per worker) plus
+/// the compact records, not by the file.
 pub fn read_from(input: &mut (dyn Read + Send)) -> io::Result<RecordsRead> {
     read_sized(input, None)
 }
@@ -620,32 +619,51 @@ pub fn read_sized(input: &mut (dyn Read + Send), size: Option<u64>) -> io::Resul
     if rayon::current_thread_index().is_some() {
         return read_sequential(input);
     }
-    let workers = rayon::current_num_threads().max(1);
-    let (block_tx, block_rx) = mpsc::sync_channel::<Block>(workers * 2);
-    let (pool_tx, pool_rx) = mpsc::channel::<Vec<u8>>();
+    let shared = Mutex::new(Shared {
+        blocks: BlockReader::new(input),
+        findings: Vec::new(),
+        error: None,
+    });
     let (result_tx, result_rx) = mpsc::channel::<(u64, u64, Parsed)>();
     let mut out = RecordsRead::default();
-    let reader = std::thread::scope(|s| {
-        let reader = s.spawn(move || -> io::Result<(Vec<Finding>, u64, u64)> {
-            let mut blocks = BlockReader::new(input);
-            let mut findings = Vec::new();
-            while !blocks.eof {
-                for b in pool_rx.try_iter() {
-                    blocks.recycle(b);
-                }
-                if let Some(b) = blocks.next_block(&mut findings)? {
-                    if block_tx.send(b).is_err() {
+    std::thread::scope(|s| {
+        // Every worker of the pool takes the next block under the lock,
+        // reads it itself and parses it: the kernel's copy lands in the cache
+        // of the core that parses it, and no thread only reads.
+        s.spawn(|| {
+            let result_tx = result_tx;
+            rayon::broadcast(|_| {
+                let mut spare: Option<Vec<u8>> = None;
+                loop {
+                    let block = {
+                        let mut g = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                        if let Some(b) = spare.take() {
+                            g.blocks.recycle(b);
+                        }
+                        if g.blocks.eof || g.error.is_some() {
+                            break;
+                        }
+                        let Shared {
+                            blocks, findings, ..
+                        } = &mut *g;
+                        match blocks.next_block(findings) {
+                            Ok(Some(b)) => b,
+                            Ok(None) => continue,
+                            Err(e) => {
+                                g.error = Some(e);
+                                break;
+                            }
+                        }
+                    };
+                    let parsed = parse_block(block.text(), block.first_line, block.last);
+                    if result_tx
+                        .send((block.seq, block.text().len() as u64, parsed))
+                        .is_err()
+                    {
                         break;
                     }
+                    spare = Some(block.bytes);
                 }
-            }
-            Ok((findings, blocks.next_line - 1, blocks.bytes))
-        });
-        s.spawn(move || {
-            block_rx.into_iter().par_bridge().for_each(|b| {
-                let parsed = parse_block(b.text(), b.first_line, b.last);
-                let _ = result_tx.send((b.seq, b.text().len() as u64, parsed));
-                let _ = pool_tx.send(b.bytes);
             });
         });
         // Put blocks back in order as they finish.
@@ -670,15 +688,26 @@ pub fn read_sized(input: &mut (dyn Read + Send), size: Option<u64>) -> io::Resul
                 }
             }
         }
-        reader.join()
     });
-    let (mut read_findings, lines, bytes) =
-        reader.map_err(|_| io::Error::other("the reader thread panicked"))??;
+    let shared = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
+    if let Some(e) = shared.error {
+        return Err(e);
+    }
+    let mut read_findings = shared.findings;
     out.findings.append(&mut read_findings);
+    let (lines, bytes) = (shared.blocks.next_line - 1, shared.blocks.bytes);
     out.findings.sort_by_key(|f| f.line);
     out.lines = lines;
     out.bytes = bytes;
     Ok(out)
+}
+
+/// The block reader the workers share, and what reading found.
+struct Shared<'a> {
+    blocks: BlockReader<'a>,
+    /// Findings of the reader itself (oversized lines).
+    findings: Vec<Finding>,
+    error: Option<io::Error>,
 }
 
 /// The same reading, block by block on the calling thread.
