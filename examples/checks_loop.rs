@@ -1,8 +1,18 @@
+//! Loads one run, then runs one check (or all four, as the binary does)
+//! ten times and prints each time: a loop to profile a check under `perf`
+//! without the load dominating the samples.
+//!
+//!     cargo run --release --example checks_loop -- RUN_DIR [a|p|c|x]
+//!
+//! `a` artifacts, `p` phase_contamination, `c` cold_connections,
+//! `x` prefix_cache; anything else or nothing: all four (`checks::run_all`).
 use artifact_check::checks::{self, Ctx};
 use artifact_check::config::Settings;
 use artifact_check::model::RunModel;
 fn main() {
-    let dir = std::env::args().nth(1).unwrap();
+    let dir = std::env::args()
+        .nth(1)
+        .expect("usage: checks_loop RUN_DIR [a|p|c|x]");
     let which = std::env::args().nth(2).unwrap_or_default();
     let run = artifact_check::artifacts::load(std::path::Path::new(&dir));
     let model = RunModel::build(&run);

@@ -41,6 +41,13 @@ done
 status=0
 for t in records_jsonl record_fast_path server_metrics_json summary_json scrapes_jsonl whole_run; do
   echo "== $t ($secs s)"
+  # Inputs an earlier run saved belong in regressions/ already: keep them
+  # there and start clean, so only what this run finds is reported.
+  if ls "$here/artifacts/$t"/*-* >/dev/null 2>&1; then
+    mkdir -p "$here/regressions/$t"
+    cp -n "$here/artifacts/$t"/*-* "$here/regressions/$t/"
+    rm -f "$here/artifacts/$t"/*-*
+  fi
   (cd "$root" && cargo fuzz run --fuzz-dir tests/fuzz "$t" -- -max_total_time="$secs" -max_len=262144 \
       -rss_limit_mb=2048 2>&1 | tail -n 3) || status=1
   # crash-, leak-, oom- and timeout- inputs all become regression inputs.
