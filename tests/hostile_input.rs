@@ -95,13 +95,24 @@ fn a_100_mb_line_is_skipped_and_named() {
     data.extend_from_slice(b"\"}\n");
     data.extend_from_slice(line.as_bytes());
     data.push(b'\n');
+    data.extend_from_slice(b"not json\n");
     assert!(data.len() > MAX_LINE_BYTES);
-    let r = records::read_from(&mut &data[..]).expect("in memory");
-    assert_eq!(r.records.len(), 2);
-    assert_eq!(r.records[1].line, 3);
-    assert_eq!(r.findings.len(), 1);
-    assert_eq!(r.findings[0].code, Code::OversizedLine);
-    assert_eq!(r.findings[0].line, Some(2));
+    let parallel = records::read_from(&mut &data[..]).expect("in memory");
+    // Also on a rayon worker, where a run is read on the calling thread.
+    let sequential = rayon::scope(|_| records::read_from(&mut &data[..])).expect("in memory");
+    for r in [parallel, sequential] {
+        assert_eq!(r.lines, 4);
+        assert_eq!(r.records.len(), 2);
+        assert_eq!(r.records[1].line, 3);
+        assert_eq!(r.findings.len(), 2);
+        assert_eq!(r.findings[0].code, Code::OversizedLine);
+        assert_eq!(r.findings[0].line, Some(2));
+        assert!(r.findings[0].message.starts_with("line 2 "));
+        // Lines after the skipped one keep their numbers.
+        assert_eq!(r.findings[1].code, Code::InvalidRecord);
+        assert_eq!(r.findings[1].line, Some(4));
+        assert!(r.findings[1].message.starts_with("line 4: "));
+    }
 }
 
 /// Out-of-order records (AIPerf writes in completion order) and records

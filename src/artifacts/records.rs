@@ -457,7 +457,9 @@ pub struct RecordsRead {
 enum LineOutcome {
     Record(Record),
     Blank,
-    Bad(Finding),
+    /// Not a record: [`bad_line_finding`] says why, once the line's number
+    /// in the file is known.
+    Bad,
 }
 
 /// A line as text (its block passed one UTF-8 check, so serde need not check
@@ -467,12 +469,7 @@ enum LineText<'a> {
     Bytes(&'a [u8]),
 }
 
-fn parse_line(
-    text: LineText,
-    line: u64,
-    last_unterminated: bool,
-    shapes: &mut fast::Shapes,
-) -> LineOutcome {
+fn parse_line(text: LineText, line: u64, shapes: &mut fast::Shapes) -> LineOutcome {
     let (parsed, bytes) = match text {
         LineText::Text(t) => {
             let t = t.trim_ascii();
@@ -492,17 +489,30 @@ fn parse_line(
     if bytes.is_empty() {
         return LineOutcome::Blank;
     }
-    match parsed {
-        Ok(raw) => match convert(raw, line) {
-            Ok(r) => LineOutcome::Record(r),
-            Err((field, msg)) => LineOutcome::Bad(
-                Finding::new(Code::InvalidRecord, format!("line {line}: {msg}"))
-                    .file(FILE)
-                    .line(line)
-                    .field(field),
-            ),
-        },
-        Err(e) => LineOutcome::Bad(describe_error(bytes, line, e, last_unterminated)),
+    match parsed.map(|raw| convert(raw, line)) {
+        Ok(Ok(r)) => LineOutcome::Record(r),
+        _ => LineOutcome::Bad,
+    }
+}
+
+/// The finding for a line [`parse_line`] found bad (trimmed bytes), as line
+/// `line` of the file. Serde reads it again: bad lines are rare, and reading
+/// them again spares every block a count of its lines before it is parsed.
+/// For valid UTF-8, reading bytes fails exactly as reading the text did.
+fn bad_line_finding(bytes: &[u8], line: u64, last_unterminated: bool) -> Finding {
+    match serde_json::from_slice::<RawRecord>(bytes).map(|raw| convert(raw, line)) {
+        Ok(Err((field, msg))) => Finding::new(Code::InvalidRecord, format!("line {line}: {msg}"))
+            .file(FILE)
+            .line(line)
+            .field(field),
+        Err(e) => describe_error(bytes, line, e, last_unterminated),
+        // Not reached: the same bytes read the same way.
+        Ok(Ok(_)) => Finding::new(
+            Code::InvalidRecord,
+            format!("line {line} could not be read as a record"),
+        )
+        .file(FILE)
+        .line(line),
     }
 }
 
@@ -621,11 +631,10 @@ pub fn read_sized(input: &mut (dyn Read + Send), size: Option<u64>) -> io::Resul
     }
     let shared = Mutex::new(Shared {
         blocks: BlockReader::new(input),
-        findings: Vec::new(),
         error: None,
     });
     let (result_tx, result_rx) = mpsc::channel::<(u64, u64, Parsed)>();
-    let mut out = RecordsRead::default();
+    let mut merge = Merge::default();
     std::thread::scope(|s| {
         // Every worker of the pool takes the next block under the lock,
         // reads it itself and parses it: the kernel's copy lands in the cache
@@ -643,10 +652,7 @@ pub fn read_sized(input: &mut (dyn Read + Send), size: Option<u64>) -> io::Resul
                         if g.blocks.eof || g.error.is_some() {
                             break;
                         }
-                        let Shared {
-                            blocks, findings, ..
-                        } = &mut *g;
-                        match blocks.next_block(findings) {
+                        match g.blocks.next_block() {
                             Ok(Some(b)) => b,
                             Ok(None) => continue,
                             Err(e) => {
@@ -655,7 +661,7 @@ pub fn read_sized(input: &mut (dyn Read + Send), size: Option<u64>) -> io::Resul
                             }
                         }
                     };
-                    let parsed = parse_block(block.text(), block.first_line, block.last);
+                    let parsed = parse_block(&block);
                     if result_tx
                         .send((block.seq, block.text().len() as u64, parsed))
                         .is_err()
@@ -672,18 +678,17 @@ pub fn read_sized(input: &mut (dyn Read + Send), size: Option<u64>) -> io::Resul
         let mut bytes_seen = 0u64;
         for (seq, len, parsed) in result_rx {
             waiting.insert(seq, (len, parsed));
-            while let Some((len, mut parsed)) = waiting.remove(&next_seq) {
+            while let Some((len, parsed)) = waiting.remove(&next_seq) {
                 next_seq += 1;
                 bytes_seen += len;
-                let before = out.records.len();
-                out.records.append(&mut parsed.records);
-                out.findings.append(&mut parsed.findings);
+                let before = merge.out.records.len();
+                merge.add(parsed);
+                let records = &mut merge.out.records;
                 if next_seq == 1 {
-                    if let Some(size) = size.filter(|_| out.records.len() > before) {
-                        let per_record = bytes_seen as f64 / out.records.len() as f64;
+                    if let Some(size) = size.filter(|_| records.len() > before) {
+                        let per_record = bytes_seen as f64 / records.len() as f64;
                         let estimate = (size as f64 / per_record.max(1.0) * 1.02) as usize + 64;
-                        out.records
-                            .reserve(estimate.saturating_sub(out.records.len()));
+                        records.reserve(estimate.saturating_sub(records.len()));
                     }
                 }
             }
@@ -693,45 +698,93 @@ pub fn read_sized(input: &mut (dyn Read + Send), size: Option<u64>) -> io::Resul
     if let Some(e) = shared.error {
         return Err(e);
     }
-    let mut read_findings = shared.findings;
-    out.findings.append(&mut read_findings);
-    let (lines, bytes) = (shared.blocks.next_line - 1, shared.blocks.bytes);
-    out.findings.sort_by_key(|f| f.line);
-    out.lines = lines;
-    out.bytes = bytes;
-    Ok(out)
+    Ok(merge.finish(&shared.blocks))
 }
 
-/// The block reader the workers share, and what reading found.
+/// The block reader the workers share, and its error.
 struct Shared<'a> {
     blocks: BlockReader<'a>,
-    /// Findings of the reader itself (oversized lines).
-    findings: Vec<Finding>,
     error: Option<io::Error>,
 }
 
 /// The same reading, block by block on the calling thread.
 fn read_sequential(input: &mut (dyn Read + Send)) -> io::Result<RecordsRead> {
-    let mut out = RecordsRead::default();
+    let mut merge = Merge::default();
     let mut blocks = BlockReader::new(input);
     while !blocks.eof {
-        if let Some(b) = blocks.next_block(&mut out.findings)? {
-            let mut parsed = parse_block(b.text(), b.first_line, b.last);
-            out.records.append(&mut parsed.records);
-            out.findings.append(&mut parsed.findings);
+        if let Some(b) = blocks.next_block()? {
+            merge.add(parse_block(&b));
             blocks.recycle(b.bytes);
         }
     }
-    out.findings.sort_by_key(|f| f.line);
-    out.lines = blocks.next_line - 1;
-    out.bytes = blocks.bytes;
-    Ok(out)
+    Ok(merge.finish(&blocks))
+}
+
+/// Puts parsed blocks together, in file order, and numbers their lines: a
+/// block's lines are numbered from 1 while it is parsed (nobody has counted
+/// the lines before it yet).
+#[derive(Default)]
+struct Merge {
+    out: RecordsRead,
+    /// Lines of the blocks merged so far.
+    lines: u64,
+    /// For each block merged, the lines of the blocks before it.
+    lines_before: Vec<u64>,
+}
+
+impl Merge {
+    fn add(&mut self, mut parsed: Parsed) {
+        // Line 1 of the block is this line of the file.
+        let first = 1 + self.lines + parsed.skipped_before;
+        for r in &mut parsed.records {
+            r.line += first - 1;
+        }
+        self.out.records.append(&mut parsed.records);
+        for bad in parsed.bad {
+            self.out.findings.push(bad_line_finding(
+                &bad.bytes,
+                first + bad.line - 1,
+                bad.last_unterminated,
+            ));
+        }
+        self.lines_before.push(self.lines);
+        self.lines += parsed.lines;
+    }
+
+    fn finish(mut self, blocks: &BlockReader) -> RecordsRead {
+        for &(seq, skipped_before) in &blocks.oversized {
+            // The first line after the blocks before it and the long lines
+            // skipped before it.
+            let before = usize::try_from(seq)
+                .ok()
+                .and_then(|i| self.lines_before.get(i))
+                .copied()
+                .unwrap_or(self.lines);
+            let line = 1 + before + skipped_before;
+            self.out.findings.push(
+                Finding::new(
+                    Code::OversizedLine,
+                    format!(
+                        "line {line} is longer than {} MiB; it is skipped",
+                        MAX_LINE_BYTES >> 20
+                    ),
+                )
+                .file(FILE)
+                .line(line),
+            );
+        }
+        self.out.findings.sort_by_key(|f| f.line);
+        self.out.lines = self.lines + blocks.skipped;
+        self.out.bytes = blocks.bytes;
+        self.out
+    }
 }
 
 struct Block {
     /// Position in the file, to restore order after parallel parsing.
     seq: u64,
-    first_line: u64,
+    /// Lines longer than [`MAX_LINE_BYTES`] skipped before this block.
+    skipped_before: u64,
     /// The input ended with this block: its last line may be cut off.
     last: bool,
     /// A reusable buffer; the block is `bytes[start..end]`.
@@ -761,10 +814,14 @@ struct BlockReader<'a> {
     /// Buffers to reuse, each fully initialized (`len()` is their size), so
     /// reads go straight into them without zeroing.
     pool: Vec<Vec<u8>>,
-    next_line: u64,
     bytes: u64,
     eof: bool,
     skipping_long_line: bool,
+    /// Lines longer than [`MAX_LINE_BYTES`] skipped so far.
+    skipped: u64,
+    /// Each such line: the block that follows it and the long lines skipped
+    /// before it (its line number is known once the blocks are counted).
+    oversized: Vec<(u64, u64)>,
 }
 
 impl<'a> BlockReader<'a> {
@@ -774,10 +831,11 @@ impl<'a> BlockReader<'a> {
             seq: 0,
             carry: Vec::new(),
             pool: Vec::new(),
-            next_line: 1,
             bytes: 0,
             eof: false,
             skipping_long_line: false,
+            skipped: 0,
+            oversized: Vec::new(),
         }
     }
 
@@ -797,7 +855,7 @@ impl<'a> BlockReader<'a> {
     }
 
     /// The next block, or `None` when this read produced no complete line yet.
-    fn next_block(&mut self, findings: &mut Vec<Finding>) -> io::Result<Option<Block>> {
+    fn next_block(&mut self) -> io::Result<Option<Block>> {
         let (mut buf, mut start, read_at);
         if self.carry.len() >= BLOCK_BYTES {
             // A long line in progress: read on after it in place rather
@@ -827,7 +885,7 @@ impl<'a> BlockReader<'a> {
             match memchr::memchr(b'\n', &buf[start..end]) {
                 Some(i) => {
                     self.skipping_long_line = false;
-                    self.next_line += 1;
+                    self.skipped += 1;
                     start += i + 1;
                 }
                 None => {
@@ -849,34 +907,19 @@ impl<'a> BlockReader<'a> {
                     self.recycle(buf);
                     return Ok(None);
                 }
-                let text = &buf[start..end];
-                let lines = memchr::memchr_iter(b'\n', text).count() as u64
-                    + u64::from(!text.ends_with(b"\n"));
                 let block = Block {
                     seq: self.seq,
-                    first_line: self.next_line,
+                    skipped_before: self.skipped,
                     last: self.eof,
                     bytes: buf,
                     start,
                     end,
                 };
                 self.seq += 1;
-                self.next_line += lines;
                 Ok(Some(block))
             }
             None if end - start > MAX_LINE_BYTES => {
-                findings.push(
-                    Finding::new(
-                        Code::OversizedLine,
-                        format!(
-                            "line {} is longer than {} MiB; it is skipped",
-                            self.next_line,
-                            MAX_LINE_BYTES >> 20
-                        ),
-                    )
-                    .file(FILE)
-                    .line(self.next_line),
-                );
+                self.oversized.push((self.seq, self.skipped));
                 self.skipping_long_line = true;
                 self.recycle(buf);
                 Ok(None)
@@ -903,22 +946,39 @@ impl<'a> BlockReader<'a> {
     }
 }
 
-/// One block's records and problems, in line order.
+/// One block's records and bad lines, in line order, its lines numbered
+/// from 1.
 #[derive(Default)]
 struct Parsed {
     records: Vec<Record>,
-    findings: Vec<Finding>,
+    bad: Vec<BadLine>,
+    /// Lines in the block.
+    lines: u64,
+    /// The block's [`Block::skipped_before`].
+    skipped_before: u64,
 }
 
-fn parse_block(block: &[u8], first_line: u64, is_last_block: bool) -> Parsed {
+/// A line that is not a record, kept until its number is known.
+struct BadLine {
+    /// Line within its block, from 1.
+    line: u64,
+    /// The line, trimmed.
+    bytes: Vec<u8>,
+    /// The last line of the input, without a line end: it may be cut off.
+    last_unterminated: bool,
+}
+
+fn parse_block(b: &Block) -> Parsed {
+    let block = b.text();
     // One UTF-8 check for the whole block; the lines of a block that fails it
     // are parsed as bytes, so only the bad line is reported.
     let text = std::str::from_utf8(block).ok();
     let mut out = Parsed {
         records: Vec::with_capacity(block.len() / 1024 + 1),
-        findings: Vec::new(),
+        skipped_before: b.skipped_before,
+        ..Parsed::default()
     };
-    let mut line = first_line;
+    let mut line = 1;
     let mut start = 0;
     let mut shapes = fast::Shapes::default();
     while start < block.len() {
@@ -931,14 +991,19 @@ fn parse_block(block: &[u8], first_line: u64, is_last_block: bool) -> Parsed {
             Some(t) => LineText::Text(&t[start..end]),
             None => LineText::Bytes(&block[start..end]),
         };
-        match parse_line(this, line, is_last_block && !terminated, &mut shapes) {
+        match parse_line(this, line, &mut shapes) {
             LineOutcome::Record(r) => out.records.push(r),
             LineOutcome::Blank => {}
-            LineOutcome::Bad(f) => out.findings.push(f),
+            LineOutcome::Bad => out.bad.push(BadLine {
+                line,
+                bytes: block[start..end].trim_ascii().to_vec(),
+                last_unterminated: b.last && !terminated,
+            }),
         }
         line += 1;
         start = next;
     }
+    out.lines = line - 1;
     out
 }
 
