@@ -381,7 +381,13 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
                 .into_par_iter()
                 .map(|at| (at, candidates(rs, at, slack_ns)))
                 .collect();
-            let first_start = rs.iter().map(|r| r.request_start_ns).min();
+            // The earliest start of any record: the run model has each
+            // phase's (a run without a warmup model has no warmup records).
+            let first_start = [ctx.model.warmup.as_ref(), Some(&ctx.model.profiling)]
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.records_window_ns.map(|w| w.0))
+                .min();
             jobs.par_iter()
                 .map(|(f, role)| {
                     let at = f.def.observed_at;

@@ -47,21 +47,39 @@ pub struct ClientRate {
 
 /// Token-weighted client rate over `records` (pass successful ones).
 pub fn client_rate<'a>(records: impl Iterator<Item = &'a Record>) -> ClientRate {
-    let mut c = ClientRate::default();
-    let mut covered = 0usize;
+    let mut sum = ClientRateSum::default();
     for r in records {
-        c.records += 1;
+        sum.add(r);
+    }
+    sum.finish()
+}
+
+/// [`client_rate`], one record at a time (several rates in one walk).
+#[derive(Default)]
+struct ClientRateSum {
+    c: ClientRate,
+    covered: usize,
+}
+
+impl ClientRateSum {
+    fn add(&mut self, r: &Record) {
+        self.c.records += 1;
         let cached = r.values.get(Metric::UsagePromptCacheReadTokens);
         let prompt = r.values.get(Metric::UsagePromptTokens);
         if let (Some(cached), Some(prompt)) = (cached, prompt) {
-            covered += 1;
-            c.cached_tokens += cached;
-            c.prompt_tokens += prompt;
+            self.covered += 1;
+            self.c.cached_tokens += cached;
+            self.c.prompt_tokens += prompt;
         }
     }
-    c.coverage = (c.records > 0).then(|| covered as f64 / c.records as f64);
-    c.hit_rate = (covered > 0 && c.prompt_tokens > 0.0).then(|| c.cached_tokens / c.prompt_tokens);
-    c
+
+    fn finish(self) -> ClientRate {
+        let (mut c, covered) = (self.c, self.covered);
+        c.coverage = (c.records > 0).then(|| covered as f64 / c.records as f64);
+        c.hit_rate =
+            (covered > 0 && c.prompt_tokens > 0.0).then(|| c.cached_tokens / c.prompt_tokens);
+        c
+    }
 }
 
 /// A server-side hit rate by one framework formula.
@@ -404,15 +422,28 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
             .iter()
             .filter(move |r| r.phase == phase && r.is_success())
     };
-    let client = client_rate(ok(Phase::Profiling));
-    let client_warmup = ctx
-        .model
-        .warmup
-        .as_ref()
-        .map(|_| client_rate(ok(Phase::Warmup)));
-    let client_warm_only = client_rate(
-        ok(Phase::Profiling).filter(|r| classify(r, &ctx.settings.cold) == Temperature::Warm),
-    );
+    // One walk for the client rates of profiling, warmup and warm profiling
+    // requests, and the clients' profiling prompt tokens (each summed in
+    // file order, as separate walks would).
+    let (mut profiling, mut warmup, mut warm_only) = Default::default();
+    let mut client_prompt: f64 = std::iter::empty::<f64>().sum();
+    for r in records.iter().filter(|r| r.is_success()) {
+        match r.phase {
+            Phase::Profiling => {
+                ClientRateSum::add(&mut profiling, r);
+                if let Some(p) = r.values.get(Metric::UsagePromptTokens) {
+                    client_prompt += p;
+                }
+                if classify(r, &ctx.settings.cold) == Temperature::Warm {
+                    ClientRateSum::add(&mut warm_only, r);
+                }
+            }
+            Phase::Warmup => ClientRateSum::add(&mut warmup, r),
+        }
+    }
+    let client = profiling.finish();
+    let client_warmup = ctx.model.warmup.as_ref().map(|_| warmup.finish());
+    let client_warm_only = warm_only.finish();
     let summary = ctx.run.summary.as_ref();
     let aiperf_overall = summary.and_then(|s| s.scalar("overall_usage_prompt_cache_read_pct"));
     let server = ctx.run.server.as_ref();
@@ -498,9 +529,6 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
             .iter()
             .find_map(|n| sum_family(&s.metrics, n, &|_| true, &mut Vec::new()))
     });
-    let client_prompt: f64 = ok(Phase::Profiling)
-        .filter_map(|r| r.values.get(Metric::UsagePromptTokens))
-        .sum();
     let prompt_token_difference = server_prompt
         .filter(|_| client.records > 0)
         .map(|s| s - client_prompt);
