@@ -77,7 +77,7 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
             .with_context(|| format!("writing {}", path.display()))?,
         None => {
             // Stdout is line-buffered: a big JSON report would be a write per line.
-            let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
+            let mut out = io::BufWriter::with_capacity(1 << 20, io::stdout().lock());
             report::render(format, &report, opts, &mut out)?;
             out.flush()?;
         }

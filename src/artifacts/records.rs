@@ -192,7 +192,9 @@ impl std::hash::Hash for Id {
 }
 
 fn parse_uuid(b: &[u8]) -> Option<[u8; 16]> {
-    if b.len() != 36 || [8, 13, 18, 23].iter().any(|&i| b[i] != b'-') {
+    // Where each byte's two hex digits start in `8-4-4-4-12`.
+    const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+    if b.len() != 36 || b[8] != b'-' || b[13] != b'-' || b[18] != b'-' || b[23] != b'-' {
         return None;
     }
     let hex = |c: u8| match c {
@@ -201,9 +203,8 @@ fn parse_uuid(b: &[u8]) -> Option<[u8; 16]> {
         _ => None,
     };
     let mut out = [0u8; 16];
-    let mut digits = b.iter().filter(|c| **c != b'-');
-    for o in out.iter_mut() {
-        *o = (hex(*digits.next()?)? << 4) | hex(*digits.next()?)?;
+    for (o, &i) in out.iter_mut().zip(&AT) {
+        *o = (hex(b[i])? << 4) | hex(b[i + 1])?;
     }
     Some(out)
 }
