@@ -866,11 +866,14 @@ impl<'a> BlockReader<'a> {
             read_at = buf.len();
             buf.resize(read_at + BLOCK_BYTES, 0);
         } else {
-            buf = self.pool.pop().unwrap_or_default();
             let size = BLOCK_BYTES + self.carry.len() + READ_ALIGN;
-            if buf.len() < size {
-                buf.resize(size.max(BLOCK_BYTES + BLOCK_BYTES / 2), 0);
-            }
+            buf = match self.pool.pop() {
+                Some(b) if b.len() >= size => b,
+                // A new buffer comes zeroed from the allocator (`calloc`:
+                // fresh pages, no fill), not filled here: a small file
+                // would pay for filling 1.5 MiB it never uses.
+                _ => vec![0u8; size.max(BLOCK_BYTES + BLOCK_BYTES / 2)],
+            };
             // Put the carried bytes where the read after them is aligned.
             let base = buf.as_ptr() as usize + self.carry.len();
             start = (READ_ALIGN - base % READ_ALIGN) % READ_ALIGN;
