@@ -119,6 +119,16 @@ impl RunModel {
         }
     }
 
+    /// The earliest start of any record (ns), from the phases' windows (a
+    /// run without a warmup model has no warmup records).
+    pub fn first_request_start_ns(&self) -> Option<u64> {
+        [self.warmup.as_ref(), Some(&self.profiling)]
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.records_window_ns.map(|w| w.0))
+            .min()
+    }
+
     /// The phase model of a kind.
     pub fn phase(&self, phase: Phase) -> Option<&PhaseModel> {
         match phase {

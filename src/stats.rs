@@ -150,11 +150,14 @@ impl Percentiles {
         }
     }
 
+    /// `(name, value)` of each percentile, known or not.
+    pub fn named(&self) -> [(&'static str, Option<f64>); 3] {
+        [("p50", self.p50), ("p90", self.p90), ("p99", self.p99)]
+    }
+
     /// `(name, value)` of the known percentiles.
     pub fn known(&self) -> impl Iterator<Item = (&'static str, f64)> {
-        [("p50", self.p50), ("p90", self.p90), ("p99", self.p99)]
-            .into_iter()
-            .filter_map(|(n, v)| Some((n, v?)))
+        self.named().into_iter().filter_map(|(n, v)| Some((n, v?)))
     }
 }
 

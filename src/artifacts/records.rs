@@ -840,8 +840,8 @@ impl<'a> BlockReader<'a> {
         }
     }
 
-    /// Reads into `buf[from..]` until it is full or the input ends; returns
-    /// the bytes read.
+    /// Reads into `buf` until it is full or the input ends; returns the bytes
+    /// read.
     fn fill(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let mut n = 0;
         while n < buf.len() {

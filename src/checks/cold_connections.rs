@@ -299,8 +299,8 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
 
     let mut metrics = Vec::new();
     let mut noise = BTreeMap::new();
-    // The metrics in parallel (each a pass over the records and two
-    // selections); results in metric order.
+    // The metrics in parallel (each a noise test and two selections over its
+    // columns); results in metric order.
     let per_metric: Vec<_> = KEY_METRICS
         .par_iter()
         .zip(columns)

@@ -159,14 +159,12 @@ impl PercentileBounds {
     /// The largest bias, in percent, the found percentiles can have over
     /// any true value inside the bounds; `(stat, pct)`.
     pub fn worst_bias_pct(&self, found: &Percentiles) -> Option<(&'static str, f64)> {
-        let pairs = [
-            ("p50", found.p50, self.low.p50, self.high.p50),
-            ("p90", found.p90, self.low.p90, self.high.p90),
-            ("p99", found.p99, self.low.p99, self.high.p99),
-        ];
-        pairs
+        let (low, high) = (self.low.named(), self.high.named());
+        found
+            .named()
             .into_iter()
-            .filter_map(|(name, f, lo, hi)| {
+            .zip(low.into_iter().zip(high))
+            .filter_map(|((name, f), ((_, lo), (_, hi)))| {
                 let a = crate::stats::bias_pct(f, lo);
                 let b = crate::stats::bias_pct(f, hi);
                 let worst = [a, b]
@@ -366,7 +364,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         .iter()
         .flat_map(|f| roles(f).into_iter().map(move |r| (f, r)))
         .collect();
-    let mut corrections: std::vec::IntoIter<Option<Attribution>> = match ctx
+    let corrections: Vec<Option<Attribution>> = match ctx
         .run
         .scrapes
         .as_ref()
@@ -381,13 +379,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
                 .into_par_iter()
                 .map(|at| (at, candidates(rs, at, slack_ns)))
                 .collect();
-            // The earliest start of any record: the run model has each
-            // phase's (a run without a warmup model has no warmup records).
-            let first_start = [ctx.model.warmup.as_ref(), Some(&ctx.model.profiling)]
-                .into_iter()
-                .flatten()
-                .filter_map(|p| p.records_window_ns.map(|w| w.0))
-                .min();
+            let first_start = ctx.model.first_request_start_ns();
             jobs.par_iter()
                 .map(|(f, role)| {
                     let at = f.def.observed_at;
@@ -405,156 +397,152 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
                 .collect()
         }
         None => vec![None; jobs.len()],
-    }
-    .into_iter();
+    };
     let mut problems: Vec<Problem> = Vec::new();
-    for f in &found {
-        for role in roles(f) {
-            let kind = f.profiling.or(f.warmup).map(|x| x.kind).unwrap_or_default();
-            let (sp, sw) = (
-                in_role(f.profiling, role.as_deref()),
-                in_role(f.warmup, role.as_deref()),
-            );
-            // A family missing from a phase's section is unknown, not 0:
-            // AIPerf omits `warmup_metrics` when it took no warmup scrape.
-            let found_p = f.profiling.and_then(|_| count_of(&sp, kind));
-            let found_w = match (ctx.model.warmup.is_some(), f.warmup) {
-                (true, Some(_)) => count_of(&sw, kind),
+    for ((f, role), corrected) in jobs.iter().zip(corrections) {
+        let kind = f.profiling.or(f.warmup).map(|x| x.kind).unwrap_or_default();
+        let (sp, sw) = (
+            in_role(f.profiling, role.as_deref()),
+            in_role(f.warmup, role.as_deref()),
+        );
+        // A family missing from a phase's section is unknown, not 0:
+        // AIPerf omits `warmup_metrics` when it took no warmup scrape.
+        let found_p = f.profiling.and_then(|_| count_of(&sp, kind));
+        let found_w = match (ctx.model.warmup.is_some(), f.warmup) {
+            (true, Some(_)) => count_of(&sw, kind),
+            _ => None,
+        };
+        let dp = match (exp_p, found_p) {
+            (Some(e), Some(x)) => Some(e.deviation(x)),
+            _ => None,
+        };
+        let dw = match (exp_w, found_w) {
+            (Some(e), Some(x)) => Some(e.deviation(x)),
+            _ => None,
+        };
+        let (class_p, class_w) = classify(dp, dw);
+        report.repaired_from_raw_scrapes |= corrected.is_some();
+        for (phase, series, exp, fnd, d, class) in [
+            (Phase::Profiling, &sp, exp_p, found_p, dp, class_p),
+            (Phase::Warmup, &sw, exp_w, found_w, dw, class_w),
+        ] {
+            if phase == Phase::Warmup && ctx.model.warmup.is_none() {
+                continue;
+            }
+            let sum: Option<f64> = (kind == MetricType::Histogram)
+                .then(|| {
+                    series
+                        .iter()
+                        .map(|s| s.stats.sum.or(Some(0.0)))
+                        .sum::<Option<f64>>()
+                })
+                .flatten();
+            let found_avg = match (sum, fnd) {
+                (Some(s), Some(c)) if c > 0.0 => Some(s / c),
                 _ => None,
             };
-            let dp = match (exp_p, found_p) {
-                (Some(e), Some(x)) => Some(e.deviation(x)),
+            let found_buckets = (kind == MetricType::Histogram && !series.is_empty())
+                .then(|| merge_buckets(series.iter().map(|s| s.buckets.as_ref())))
+                .flatten();
+            let found_percentiles = found_buckets.as_deref().map(Percentiles::of_buckets);
+            let corrected_here = corrected.as_ref().map(|c| c.get(phase));
+            let exact_percentiles = corrected_here
+                .as_ref()
+                .filter(|c| c.exactness == "exact")
+                .and_then(|c| c.percentiles);
+            let percentile_bias_pct = found_percentiles
+                .zip(exact_percentiles)
+                .map(|(f, c)| f.bias_pct(&c));
+            let true_percentile_bounds = match (&found_buckets, d, exact_percentiles) {
+                (Some(b), Some(d), None) => PercentileBounds::of(b, d),
                 _ => None,
             };
-            let dw = match (exp_w, found_w) {
-                (Some(e), Some(x)) => Some(e.deviation(x)),
-                _ => None,
-            };
-            let (class_p, class_w) = classify(dp, dw);
-            let corrected = corrections.next().flatten();
-            report.repaired_from_raw_scrapes |= corrected.is_some();
-            for (phase, series, exp, fnd, d, class) in [
-                (Phase::Profiling, &sp, exp_p, found_p, dp, class_p),
-                (Phase::Warmup, &sw, exp_w, found_w, dw, class_w),
-            ] {
-                if phase == Phase::Warmup && ctx.model.warmup.is_none() {
-                    continue;
-                }
-                let sum: Option<f64> = (kind == MetricType::Histogram)
-                    .then(|| {
-                        series
-                            .iter()
-                            .map(|s| s.stats.sum.or(Some(0.0)))
-                            .sum::<Option<f64>>()
-                    })
-                    .flatten();
-                let found_avg = match (sum, fnd) {
-                    (Some(s), Some(c)) if c > 0.0 => Some(s / c),
-                    _ => None,
-                };
-                let found_buckets = (kind == MetricType::Histogram && !series.is_empty())
-                    .then(|| merge_buckets(series.iter().map(|s| s.buckets.as_ref())))
-                    .flatten();
-                let found_percentiles = found_buckets.as_deref().map(Percentiles::of_buckets);
-                let corrected_here = corrected.as_ref().map(|c| c.get(phase));
-                let exact_percentiles = corrected_here
-                    .as_ref()
-                    .filter(|c| c.exactness == "exact")
-                    .and_then(|c| c.percentiles);
-                let percentile_bias_pct = found_percentiles
-                    .zip(exact_percentiles)
-                    .map(|(f, c)| f.bias_pct(&c));
-                let true_percentile_bounds = match (&found_buckets, d, exact_percentiles) {
-                    (Some(b), Some(d), None) => PercentileBounds::of(b, d),
-                    _ => None,
-                };
-                report.metrics.push(MetricRow {
-                    metric: f.name.clone(),
-                    framework: f.def.framework,
-                    observed_at: f.def.observed_at,
-                    endpoint: "all".into(),
-                    role: role.clone(),
-                    phase: phase.as_str(),
-                    expected_count: exp,
-                    found_count: fnd,
-                    delta: d,
-                    classification: class,
-                    found_sum: sum,
-                    found_avg,
-                    corrected: corrected_here,
-                    found_percentiles,
-                    percentile_bias_pct,
-                    true_percentile_bounds,
-                });
-                // Per endpoint: found only (which endpoint served which
-                // request is not in the artifacts), unless one endpoint had
-                // all the traffic.
-                let mut per_ep: BTreeMap<String, Vec<&Series>> = BTreeMap::new();
-                for s in series.iter() {
-                    per_ep
-                        .entry(s.endpoint_url.clone().unwrap_or_default())
-                        .or_default()
-                        .push(s);
-                }
-                if per_ep.len() > 1 {
-                    for (ep, ss) in per_ep {
-                        let c = count_of(&ss, kind);
-                        let only = single_busy.as_deref() == Some(ep.as_str());
-                        report.metrics.push(MetricRow {
-                            metric: f.name.clone(),
-                            framework: f.def.framework,
-                            observed_at: f.def.observed_at,
-                            endpoint: ep.clone(),
-                            role: role.clone(),
-                            phase: phase.as_str(),
-                            expected_count: if only { exp } else { None },
-                            found_count: c,
-                            delta: if only { d } else { None },
-                            classification: if only {
-                                class
-                            } else if busy.contains(&ep) {
-                                "not_compared"
-                            } else {
-                                "no_traffic"
-                            },
-                            found_sum: None,
-                            found_avg: None,
-                            corrected: None,
-                            found_percentiles: None,
-                            percentile_bias_pct: None,
-                            true_percentile_bounds: None,
-                        });
-                    }
+            report.metrics.push(MetricRow {
+                metric: f.name.clone(),
+                framework: f.def.framework,
+                observed_at: f.def.observed_at,
+                endpoint: "all".into(),
+                role: role.clone(),
+                phase: phase.as_str(),
+                expected_count: exp,
+                found_count: fnd,
+                delta: d,
+                classification: class,
+                found_sum: sum,
+                found_avg,
+                corrected: corrected_here,
+                found_percentiles,
+                percentile_bias_pct,
+                true_percentile_bounds,
+            });
+            // Per endpoint: found only (which endpoint served which
+            // request is not in the artifacts), unless one endpoint had
+            // all the traffic.
+            let mut per_ep: BTreeMap<String, Vec<&Series>> = BTreeMap::new();
+            for s in series.iter() {
+                per_ep
+                    .entry(s.endpoint_url.clone().unwrap_or_default())
+                    .or_default()
+                    .push(s);
+            }
+            if per_ep.len() > 1 {
+                for (ep, ss) in per_ep {
+                    let c = count_of(&ss, kind);
+                    let only = single_busy.as_deref() == Some(ep.as_str());
+                    report.metrics.push(MetricRow {
+                        metric: f.name.clone(),
+                        framework: f.def.framework,
+                        observed_at: f.def.observed_at,
+                        endpoint: ep.clone(),
+                        role: role.clone(),
+                        phase: phase.as_str(),
+                        expected_count: if only { exp } else { None },
+                        found_count: c,
+                        delta: if only { d } else { None },
+                        classification: if only {
+                            class
+                        } else if busy.contains(&ep) {
+                            "not_compared"
+                        } else {
+                            "no_traffic"
+                        },
+                        found_sum: None,
+                        found_avg: None,
+                        corrected: None,
+                        found_percentiles: None,
+                        percentile_bias_pct: None,
+                        true_percentile_bounds: None,
+                    });
                 }
             }
-            if class_p != "ok" || class_w != "ok" {
-                let profiling_row = report.metrics.iter().rev().find(|r| {
-                    r.metric == f.name
-                        && r.phase == "profiling"
-                        && r.endpoint == "all"
-                        && r.role == role
-                });
-                problems.push(Problem {
-                    metric: f.name.clone(),
-                    observed_at: f.def.observed_at,
-                    role: role.clone(),
-                    exp_p,
-                    exp_w,
-                    found_p,
-                    found_w,
-                    dp,
-                    dw,
-                    found_avg_p: profiling_row.and_then(|r| r.found_avg),
-                    found_sum_p: profiling_row.and_then(|r| r.found_sum),
-                    corrected,
-                    percentile_bias_p: profiling_row.and_then(|r| r.percentile_bias_pct),
-                    percentile_worst_p: profiling_row.and_then(|r| {
-                        r.true_percentile_bounds
-                            .as_ref()?
-                            .worst_bias_pct(r.found_percentiles.as_ref()?)
-                    }),
-                });
-            }
+        }
+        if class_p != "ok" || class_w != "ok" {
+            let profiling_row = report.metrics.iter().rev().find(|r| {
+                r.metric == f.name
+                    && r.phase == "profiling"
+                    && r.endpoint == "all"
+                    && r.role == *role
+            });
+            problems.push(Problem {
+                metric: f.name.clone(),
+                observed_at: f.def.observed_at,
+                role: role.clone(),
+                exp_p,
+                exp_w,
+                found_p,
+                found_w,
+                dp,
+                dw,
+                found_avg_p: profiling_row.and_then(|r| r.found_avg),
+                found_sum_p: profiling_row.and_then(|r| r.found_sum),
+                corrected,
+                percentile_bias_p: profiling_row.and_then(|r| r.percentile_bias_pct),
+                percentile_worst_p: profiling_row.and_then(|r| {
+                    r.true_percentile_bounds
+                        .as_ref()?
+                        .worst_bias_pct(r.found_percentiles.as_ref()?)
+                }),
+            });
         }
     }
 
@@ -1197,7 +1185,7 @@ struct Increment {
 fn attribute(
     scrapes: &[Scrape],
     first_start: Option<u64>,
-    prepared: &[Candidate],
+    cands: &[Candidate],
     endpoint: &str,
     name: &str,
     role: Option<&str>,
@@ -1208,7 +1196,6 @@ fn attribute(
         return None;
     }
     let slack = (ctx.settings.phase.match_slack_ms * 1e6) as u64;
-    let cands = prepared;
     // Passed over in an interval where either phase could have taken the
     // increment: whichever increment such a candidate gets later could have
     // gone elsewhere. Kept beside the shared candidates, not in a copy.

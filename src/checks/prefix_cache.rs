@@ -425,20 +425,24 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     // One walk for the client rates of profiling, warmup and warm profiling
     // requests, and the clients' profiling prompt tokens (each summed in
     // file order, as separate walks would).
-    let (mut profiling, mut warmup, mut warm_only) = Default::default();
+    let mut profiling = ClientRateSum::default();
+    let mut warmup = ClientRateSum::default();
+    let mut warm_only = ClientRateSum::default();
+    // Started where `Iterator::sum` starts, so the total is bit for bit the
+    // one a `.sum()` over the same values gave.
     let mut client_prompt: f64 = std::iter::empty::<f64>().sum();
     for r in records.iter().filter(|r| r.is_success()) {
         match r.phase {
             Phase::Profiling => {
-                ClientRateSum::add(&mut profiling, r);
+                profiling.add(r);
                 if let Some(p) = r.values.get(Metric::UsagePromptTokens) {
                     client_prompt += p;
                 }
                 if classify(r, &ctx.settings.cold) == Temperature::Warm {
-                    ClientRateSum::add(&mut warm_only, r);
+                    warm_only.add(r);
                 }
             }
-            Phase::Warmup => ClientRateSum::add(&mut warmup, r),
+            Phase::Warmup => warmup.add(r),
         }
     }
     let client = profiling.finish();
@@ -593,7 +597,8 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     let mut gap_after_raw_pp = None;
     if let (Some(sc), Some(h)) = (ctx.run.scrapes.as_ref(), headline.filter(|h| !h.gauge)) {
         let slack_ns = (ctx.settings.phase.match_slack_ms * 1e6) as u64;
-        match raw_scrapes::recompute(h, &sc.scrapes, records, slack_ns) {
+        let first_start = ctx.model.first_request_start_ns();
+        match raw_scrapes::recompute(h, &sc.scrapes, records, first_start, slack_ns) {
             Ok(r) => {
                 let client_pct = client.hit_rate.map(|c| c * 100.0);
                 let (lo, hi) = (

@@ -600,9 +600,10 @@ impl<'a> Scanner<'a> {
         f.metric = metric;
     }
 
-    /// The usual metric object, `{"value":NUMBER,"unit":"..."}` without
-    /// whitespace: its number's text and whether that is an integer, read
-    /// without the general object walk. `None`, with the cursor where it
+    /// The usual metric object, `{"value":NUMBER,"unit":"..."}` (whitespace
+    /// only where the number's and the string's own scans skip it): its
+    /// number's text and whether that is an integer, read without the
+    /// general object walk. `None`, with the cursor where it
     /// was, for anything else (which the general path then reads).
     #[inline(always)]
     fn usual_metric(&mut self) -> Option<(&'a str, bool)> {

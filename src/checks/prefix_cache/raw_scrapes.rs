@@ -47,11 +47,13 @@ pub struct RawScrapeRate {
 pub type Why = String;
 
 /// Recomputes the server rate `h` (a token-counter formula) from the raw
-/// scrapes over the requests that really were profiling.
+/// scrapes over the requests that really were profiling; `first_start` is
+/// the earliest start of any of the `records`.
 pub fn recompute(
     h: &ServerRate,
     scrapes: &[Scrape],
     records: &[Record],
+    first_start: Option<u64>,
     slack_ns: u64,
 ) -> Result<RawScrapeRate, Why> {
     let Some((f, num_name, den_name)) = h.source else {
@@ -69,7 +71,6 @@ pub fn recompute(
                 .sum()
         })
     };
-    let first_start = records.iter().map(|r| r.request_start_ns).min();
     let mut endpoints: Vec<&str> = scrapes.iter().map(|s| s.endpoint_url.as_str()).collect();
     endpoints.sort_unstable();
     endpoints.dedup();
