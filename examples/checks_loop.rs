@@ -9,6 +9,10 @@
 use artifact_check::checks::{self, Ctx};
 use artifact_check::config::Settings;
 use artifact_check::model::RunModel;
+/// The binary's allocator, so the times are the binary's.
+#[global_allocator]
+static ALLOC: artifact_check::alloc::HugePages = artifact_check::alloc::HugePages;
+
 fn main() {
     let dir = std::env::args()
         .nth(1)

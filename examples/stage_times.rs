@@ -17,6 +17,10 @@ macro_rules! out {
     }};
 }
 
+/// The binary's allocator, so the times are the binary's.
+#[global_allocator]
+static ALLOC: artifact_check::alloc::HugePages = artifact_check::alloc::HugePages;
+
 fn main() {
     let dir = std::env::args().nth(1).expect("usage: stage_times RUN_DIR");
     let dir = std::path::Path::new(&dir);

@@ -13,6 +13,7 @@
 
 #![warn(missing_docs)]
 
+pub mod alloc;
 pub mod artifacts;
 pub mod checks;
 pub mod claims;

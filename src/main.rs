@@ -12,6 +12,9 @@ use artifact_check::findings::Code;
 use artifact_check::report::{self, Format};
 use artifact_check::{clean, EXIT_ERROR};
 
+#[global_allocator]
+static ALLOC: artifact_check::alloc::HugePages = artifact_check::alloc::HugePages;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {

@@ -1,0 +1,157 @@
+//! The binary's allocator: the system allocator, asking Linux to back large
+//! allocations with transparent huge pages.
+//!
+//! A gigabyte run keeps its records (about 100 MB per GB of file) and the
+//! checks' columns in a few large vectors. With the kernel's default THP
+//! setting (`madvise`), these are backed by 4 KiB pages unless asked: every
+//! 4 KiB is a page fault when first written, and every walk of a check over
+//! them misses the TLB once per page. `MADV_HUGEPAGE` on the 2 MiB-aligned
+//! part of each large allocation turns that into one fault and one TLB entry
+//! per 2 MiB (see docs/performance.md for the measured effect).
+//!
+//! Nothing changes for small allocations, nor on other systems. Memory use
+//! grows by at most one partly used 2 MiB page per large allocation.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+
+/// Allocations at least this large are advised; smaller ones cannot hold
+/// enough whole huge pages to matter.
+pub const LARGE: usize = 4 << 20;
+
+/// [`System`], advising large allocations to use huge pages.
+pub struct HugePages;
+
+#[cfg(target_os = "linux")]
+fn advise(ptr: *mut u8, size: usize) {
+    const HUGE: usize = 2 << 20;
+    let start = ptr as usize;
+    let from = start.next_multiple_of(HUGE);
+    let to = (start + size) / HUGE * HUGE;
+    if to > from {
+        // SAFETY: [from, to) lies inside the allocation just made, which
+        // this process owns; MADV_HUGEPAGE only changes how the kernel backs
+        // those pages, never their contents. Failure (e.g. THP disabled) is
+        // harmless and ignored.
+        unsafe {
+            libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise(_ptr: *mut u8, _size: usize) {}
+
+// SAFETY: every method forwards to `System` with the same arguments and
+// returns its result unchanged; `advise` only changes page backing.
+unsafe impl GlobalAlloc for HugePages {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if layout.size() >= LARGE && !p.is_null() {
+            advise(p, layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if layout.size() >= LARGE && !p.is_null() {
+            advise(p, layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if new_size >= LARGE && !p.is_null() {
+            advise(p, new_size);
+        }
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Allocates through [`HugePages`] (not the test binary's allocator).
+    fn with_layout<R>(size: usize, f: impl FnOnce(*mut u8) -> R) -> R {
+        let layout = Layout::from_size_align(size, 64).unwrap();
+        let p = unsafe { HugePages.alloc_zeroed(layout) };
+        assert!(!p.is_null());
+        let r = f(p);
+        unsafe { HugePages.dealloc(p, layout) };
+        r
+    }
+
+    #[test]
+    fn large_and_small_allocations_keep_their_contents() {
+        for size in [1, 4095, LARGE - 1, LARGE, 3 * LARGE + 17] {
+            let layout = Layout::from_size_align(size, 64).unwrap();
+            let p = unsafe { HugePages.alloc_zeroed(layout) };
+            assert!(!p.is_null());
+            let bytes = unsafe { std::slice::from_raw_parts_mut(p, size) };
+            assert!(bytes.iter().all(|&b| b == 0), "alloc_zeroed of {size}");
+            for (i, b) in bytes.iter_mut().enumerate() {
+                *b = (i % 251) as u8;
+            }
+            // Grow across the threshold and shrink below it: realloc keeps
+            // the common prefix.
+            let grown = size * 2 + LARGE;
+            let q = unsafe { HugePages.realloc(p, layout, grown) };
+            assert!(!q.is_null());
+            let kept = unsafe { std::slice::from_raw_parts(q, size) };
+            assert!(kept.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
+            let big = Layout::from_size_align(grown, 64).unwrap();
+            let r = unsafe { HugePages.realloc(q, big, size.min(100)) };
+            let kept = unsafe { std::slice::from_raw_parts(r, size.min(100)) };
+            assert!(kept.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
+            unsafe { HugePages.dealloc(r, Layout::from_size_align(size.min(100), 64).unwrap()) };
+        }
+    }
+
+    /// The `VmFlags` line of the mapping of this process that holds `addr`.
+    #[cfg(target_os = "linux")]
+    fn vm_flags(addr: usize) -> Option<String> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let mut inside = false;
+        for line in smaps.lines() {
+            let range = line.split_whitespace().next().unwrap_or("");
+            if let Some((a, b)) = range.split_once('-') {
+                if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
+                {
+                    inside = (a..b).contains(&addr);
+                    continue;
+                }
+            }
+            if inside {
+                if let Some(flags) = line.strip_prefix("VmFlags:") {
+                    return Some(flags.to_string());
+                }
+            }
+        }
+        None
+    }
+
+    /// `hg` in `VmFlags` is the kernel's record of `MADV_HUGEPAGE`: it is
+    /// set for the 2 MiB-aligned part of a large allocation, and only there.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn large_allocations_are_advised_and_small_ones_are_not() {
+        if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage").exists() {
+            eprintln!("this kernel has no transparent huge pages; nothing to check");
+            return;
+        }
+        const HUGE: usize = 2 << 20;
+        let advised = |p: *mut u8| {
+            let inner = (p as usize).next_multiple_of(HUGE);
+            let flags = vm_flags(inner).expect("the allocation is mapped");
+            flags.split_whitespace().any(|f| f == "hg")
+        };
+        assert!(with_layout(3 * LARGE, advised), "a large allocation");
+        assert!(!with_layout(64 << 10, advised), "a small allocation");
+    }
+}
