@@ -14,6 +14,7 @@ use artifact_check::model::RunModel;
 static ALLOC: artifact_check::alloc::HugePages = artifact_check::alloc::HugePages;
 
 fn main() {
+    artifact_check::alloc::configure();
     let dir = std::env::args()
         .nth(1)
         .expect("usage: checks_loop RUN_DIR [a|p|c|x]");

@@ -22,6 +22,7 @@ macro_rules! out {
 static ALLOC: artifact_check::alloc::HugePages = artifact_check::alloc::HugePages;
 
 fn main() {
+    artifact_check::alloc::configure();
     let dir = std::env::args().nth(1).expect("usage: stage_times RUN_DIR");
     let dir = std::path::Path::new(&dir);
     let settings = Settings::default();

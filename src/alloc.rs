@@ -9,8 +9,17 @@
 //! part of each large allocation turns that into one fault and one TLB entry
 //! per 2 MiB (see docs/performance.md for the measured effect).
 //!
+//! Except in a virtual machine that reports its free memory to the host
+//! (virtio-balloon free page reporting): there the host takes back every
+//! free 2 MiB block after a few seconds, so a huge page is almost always one
+//! the host must supply again, which costs more than the 4 KiB faults it
+//! saves (measured in docs/performance.md). [`configure`] detects that, and
+//! `ARTIFACT_CHECK_HUGE_PAGES` overrides it.
+//!
 //! Nothing changes for small allocations, nor on other systems. Memory use
 //! grows by at most one partly used 2 MiB page per large allocation.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
@@ -18,8 +27,57 @@ use std::alloc::{GlobalAlloc, Layout, System};
 /// enough whole huge pages to matter.
 pub const LARGE: usize = 4 << 20;
 
-/// [`System`], advising large allocations to use huge pages.
+/// [`System`], advising large allocations to use huge pages once
+/// [`configure`] (or [`set_enabled`]) turned that on.
 pub struct HugePages;
+
+/// Whether large allocations are advised; off until [`configure`] decides.
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// The environment variable that overrides the detection: `on` or `off`
+/// (anything else, or unset: detect).
+pub const ENV: &str = "ARTIFACT_CHECK_HUGE_PAGES";
+
+/// Decides whether to advise huge pages, from [`ENV`] or, by default, from
+/// the machine ([`reports_free_pages`]); returns the decision. Call once,
+/// early in `main` (it reads a few small files, so not from the allocator).
+pub fn configure() -> bool {
+    let on = match std::env::var(ENV).as_deref() {
+        Ok("on") => true,
+        Ok("off") => false,
+        _ => !reports_free_pages(),
+    };
+    set_enabled(on);
+    on
+}
+
+/// Turns the advice on or off.
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
+
+/// Whether this machine is a virtual machine whose balloon device reports
+/// free pages to the host (virtio feature bit 5,
+/// `VIRTIO_BALLOON_F_REPORTING`, as the guest kernel lists it in
+/// `/sys/bus/virtio/drivers/virtio_balloon/*/features`: one `0`/`1` per bit,
+/// bit 0 first).
+pub fn reports_free_pages() -> bool {
+    reports_free_pages_in(std::path::Path::new(
+        "/sys/bus/virtio/drivers/virtio_balloon",
+    ))
+}
+
+/// [`reports_free_pages`] for the balloon devices listed in `driver`.
+fn reports_free_pages_in(driver: &std::path::Path) -> bool {
+    const REPORTING: usize = 5;
+    let Ok(devices) = std::fs::read_dir(driver) else {
+        return false;
+    };
+    devices.flatten().any(|d| {
+        std::fs::read(d.path().join("features"))
+            .is_ok_and(|bits| bits.get(REPORTING) == Some(&b'1'))
+    })
+}
 
 #[cfg(target_os = "linux")]
 fn advise(ptr: *mut u8, size: usize) {
@@ -46,7 +104,7 @@ fn advise(_ptr: *mut u8, _size: usize) {}
 unsafe impl GlobalAlloc for HugePages {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let p = unsafe { System.alloc(layout) };
-        if layout.size() >= LARGE && !p.is_null() {
+        if layout.size() >= LARGE && !p.is_null() && ENABLED.load(Ordering::Relaxed) {
             advise(p, layout.size());
         }
         p
@@ -54,7 +112,7 @@ unsafe impl GlobalAlloc for HugePages {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         let p = unsafe { System.alloc_zeroed(layout) };
-        if layout.size() >= LARGE && !p.is_null() {
+        if layout.size() >= LARGE && !p.is_null() && ENABLED.load(Ordering::Relaxed) {
             advise(p, layout.size());
         }
         p
@@ -66,7 +124,7 @@ unsafe impl GlobalAlloc for HugePages {
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if new_size >= LARGE && !p.is_null() {
+        if new_size >= LARGE && !p.is_null() && ENABLED.load(Ordering::Relaxed) {
             advise(p, new_size);
         }
         p
@@ -146,6 +204,7 @@ mod tests {
             return;
         }
         const HUGE: usize = 2 << 20;
+        set_enabled(true);
         let advised = |p: *mut u8| {
             let inner = (p as usize).next_multiple_of(HUGE);
             let flags = vm_flags(inner).expect("the allocation is mapped");
@@ -153,5 +212,26 @@ mod tests {
         };
         assert!(with_layout(3 * LARGE, advised), "a large allocation");
         assert!(!with_layout(64 << 10, advised), "a small allocation");
+        set_enabled(false);
+        let off = with_layout(3 * LARGE, advised);
+        set_enabled(true);
+        assert!(!off, "a large allocation with the advice turned off");
+    }
+
+    #[test]
+    fn free_page_reporting_is_read_from_the_balloon_features() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!reports_free_pages_in(&dir.path().join("absent")));
+        let device = |name: &str, bits: &str| {
+            let d = dir.path().join(name);
+            std::fs::create_dir(&d).unwrap();
+            std::fs::write(d.join("features"), bits).unwrap();
+        };
+        // Bits 1, 2 and 32: statistics and deflate-on-OOM, no reporting.
+        device("virtio0", "0110000000000000000000000000000010000000\n");
+        assert!(!reports_free_pages_in(dir.path()));
+        // This machine's balloon: bits 1, 2, 5, 7 and 32.
+        device("virtio1", "0110010100000000000000000000000010000000\n");
+        assert!(reports_free_pages_in(dir.path()));
     }
 }

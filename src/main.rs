@@ -16,6 +16,7 @@ use artifact_check::{clean, EXIT_ERROR};
 static ALLOC: artifact_check::alloc::HugePages = artifact_check::alloc::HugePages;
 
 fn main() -> ExitCode {
+    artifact_check::alloc::configure();
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Clean(args)) => run_clean(&args),
