@@ -690,6 +690,7 @@ pub fn read_sized(input: &mut (dyn Read + Send), size: Option<u64>) -> io::Resul
                         let per_record = bytes_seen as f64 / records.len() as f64;
                         let estimate = (size as f64 / per_record.max(1.0) * 1.02) as usize + 64;
                         records.reserve(estimate.saturating_sub(records.len()));
+                        crate::alloc::populate(records.spare_capacity_mut());
                     }
                 }
             }
@@ -977,7 +978,7 @@ fn parse_block(b: &Block) -> Parsed {
     let block = b.text();
     // One UTF-8 check for the whole block; the lines of a block that fails it
     // are parsed as bytes, so only the bad line is reported.
-    let text = std::str::from_utf8(block).ok();
+    let text = simdutf8::basic::from_utf8(block).ok();
     let mut out = Parsed {
         records: Vec::with_capacity(block.len() / 1024 + 1),
         skipped_before: b.skipped_before,
