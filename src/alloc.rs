@@ -111,7 +111,11 @@ pub fn populate<T>(spare: &mut [std::mem::MaybeUninit<T>]) {
             // owns and has not initialized; populating it writes nothing
             // the program can see (fresh pages are zero either way).
             unsafe {
-                libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_POPULATE_WRITE);
+                libc::madvise(
+                    from as *mut libc::c_void,
+                    to - from,
+                    libc::MADV_POPULATE_WRITE,
+                );
             }
         }
     }

@@ -181,3 +181,32 @@ fn no_colour_when_not_a_terminal() {
     let (stdout, _, _) = cli(&[run_dir("late-warmup").to_str().expect("utf8")]);
     assert!(!stdout.contains('\u{1b}'));
 }
+
+/// The huge-page advice (src/alloc.rs) changes how memory is backed, never
+/// a result: with it forced on and forced off, a run large enough for its
+/// record vector to be advised (the cold-tls records repeated to 20,000)
+/// gets the same report.
+#[test]
+fn huge_pages_on_or_off_give_the_same_report() {
+    let (_dir, run) = copy_run("cold-tls");
+    let lines = fs::read_to_string(run.join("profile_export.jsonl")).expect("records");
+    let per_copy = lines.lines().count();
+    let big = lines.repeat(20_000usize.div_ceil(per_copy));
+    fs::write(run.join("profile_export.jsonl"), big).expect("write");
+    let report = |setting: &str| {
+        let out = assert_cmd::Command::cargo_bin("artifact-check")
+            .expect("binary builds")
+            .args(["--format", "json"])
+            .arg(&run)
+            .env("ARTIFACT_CHECK_HUGE_PAGES", setting)
+            .output()
+            .expect("binary runs");
+        (
+            String::from_utf8(out.stdout).expect("UTF-8"),
+            out.status.code(),
+        )
+    };
+    let (on, off) = (report("on"), report("off"));
+    assert!(on.0.contains("\"records_parsed\""), "a report: {}", on.0);
+    assert_eq!(on, off);
+}
