@@ -19,9 +19,8 @@
 //! Nothing changes for small allocations, nor on other systems. Memory use
 //! grows by at most one partly used 2 MiB page per large allocation.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Allocations at least this large are advised; smaller ones cannot hold
 /// enough whole huge pages to matter.
@@ -108,8 +107,9 @@ pub fn populate<T>(spare: &mut [std::mem::MaybeUninit<T>]) {
         let to = (start + std::mem::size_of_val(spare)) / PAGE * PAGE;
         if to > from {
             // SAFETY: [from, to) lies inside `spare`, memory this process
-            // owns and has not initialized; populating it writes nothing
-            // the program can see (fresh pages are zero either way).
+            // owns; MADV_POPULATE_WRITE faults its pages in as a write
+            // would, without writing to them, so no content changes.
+            // Failure (an older kernel) is harmless and ignored.
             unsafe {
                 libc::madvise(
                     from as *mut libc::c_void,
