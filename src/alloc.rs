@@ -38,16 +38,14 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 pub const ENV: &str = "ARTIFACT_CHECK_HUGE_PAGES";
 
 /// Decides whether to advise huge pages, from [`ENV`] or, by default, from
-/// the machine ([`reports_free_pages`]); returns the decision. Call once,
-/// early in `main` (it reads a few small files, so not from the allocator).
-pub fn configure() -> bool {
-    let on = match std::env::var(ENV).as_deref() {
+/// the machine ([`reports_free_pages`]). Call once, early in `main` (it
+/// reads a few small files, so not from the allocator).
+pub fn configure() {
+    set_enabled(match std::env::var(ENV).as_deref() {
         Ok("on") => true,
         Ok("off") => false,
         _ => !reports_free_pages(),
-    };
-    set_enabled(on);
-    on
+    });
 }
 
 /// Turns the advice on or off.
@@ -78,19 +76,26 @@ fn reports_free_pages_in(driver: &std::path::Path) -> bool {
     })
 }
 
-#[cfg(target_os = "linux")]
+/// Advises the 2 MiB-aligned part of a new allocation `[ptr, ptr + size)`
+/// to use huge pages, when it is large and the advice is on.
 fn advise(ptr: *mut u8, size: usize) {
-    const HUGE: usize = 2 << 20;
-    let start = ptr as usize;
-    let from = start.next_multiple_of(HUGE);
-    let to = (start + size) / HUGE * HUGE;
-    if to > from {
-        // SAFETY: [from, to) lies inside the allocation just made, which
-        // this process owns; MADV_HUGEPAGE only changes how the kernel backs
-        // those pages, never their contents. Failure (e.g. THP disabled) is
-        // harmless and ignored.
-        unsafe {
-            libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE);
+    if size < LARGE || ptr.is_null() || !ENABLED.load(Ordering::Relaxed) {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = ptr as usize;
+        let from = start.next_multiple_of(HUGE);
+        let to = (start + size) / HUGE * HUGE;
+        if to > from {
+            // SAFETY: [from, to) lies inside the allocation just made, which
+            // this process owns; MADV_HUGEPAGE only changes how the kernel
+            // backs those pages, never their contents. Failure (e.g. THP
+            // disabled) is harmless and ignored.
+            unsafe {
+                libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE);
+            }
         }
     }
 }
@@ -121,25 +126,18 @@ pub fn populate<T>(spare: &mut [std::mem::MaybeUninit<T>]) {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
-fn advise(_ptr: *mut u8, _size: usize) {}
-
 // SAFETY: every method forwards to `System` with the same arguments and
 // returns its result unchanged; `advise` only changes page backing.
 unsafe impl GlobalAlloc for HugePages {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let p = unsafe { System.alloc(layout) };
-        if layout.size() >= LARGE && !p.is_null() && ENABLED.load(Ordering::Relaxed) {
-            advise(p, layout.size());
-        }
+        advise(p, layout.size());
         p
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         let p = unsafe { System.alloc_zeroed(layout) };
-        if layout.size() >= LARGE && !p.is_null() && ENABLED.load(Ordering::Relaxed) {
-            advise(p, layout.size());
-        }
+        advise(p, layout.size());
         p
     }
 
@@ -149,9 +147,7 @@ unsafe impl GlobalAlloc for HugePages {
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if new_size >= LARGE && !p.is_null() && ENABLED.load(Ordering::Relaxed) {
-            advise(p, new_size);
-        }
+        advise(p, new_size);
         p
     }
 }

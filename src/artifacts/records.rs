@@ -1,10 +1,11 @@
 //! `profile_export.jsonl`: one record per request, streamed.
 //!
-//! The file can be gigabytes. It is read in fixed-size blocks cut at line
-//! ends, and a batch of blocks is parsed in parallel (rayon) into compact
-//! [`Record`]s. Order is kept: records come back in file order with their
-//! 1-based line numbers. Only the fields the checks use are decoded: serde
-//! skips the rest of each line (`inter_chunk_latency` arrays, trace data)
+//! The file can be gigabytes. It is read in blocks of about 1 MiB cut at
+//! line ends, each read and parsed by one rayon worker (see [`read_from`])
+//! into compact [`Record`]s. Order is kept: records come back in file order
+//! with their 1-based line numbers. Only the fields the checks use are
+//! decoded: the record scanner (`fast.rs`), and serde where the scanner gives
+//! up, skip the rest of each line (`inter_chunk_latency` arrays, trace data)
 //! without building anything.
 //!
 //! A bad line never stops the read. It becomes a finding naming the line and,
