@@ -100,32 +100,6 @@ fn advise(ptr: *mut u8, size: usize) {
     }
 }
 
-/// Asks the kernel to back `spare` with memory now, in one call, rather than
-/// on a page fault per 4 KiB page as it is first written (`MADV_POPULATE_WRITE`,
-/// Linux 5.14 and later; a no-op elsewhere or on failure).
-pub fn populate<T>(spare: &mut [std::mem::MaybeUninit<T>]) {
-    #[cfg(target_os = "linux")]
-    {
-        const PAGE: usize = 4096;
-        let start = spare.as_mut_ptr() as usize;
-        let from = start.next_multiple_of(PAGE);
-        let to = (start + std::mem::size_of_val(spare)) / PAGE * PAGE;
-        if to > from {
-            // SAFETY: [from, to) lies inside `spare`, memory this process
-            // owns; MADV_POPULATE_WRITE faults its pages in as a write
-            // would, without writing to them, so no content changes.
-            // Failure (an older kernel) is harmless and ignored.
-            unsafe {
-                libc::madvise(
-                    from as *mut libc::c_void,
-                    to - from,
-                    libc::MADV_POPULATE_WRITE,
-                );
-            }
-        }
-    }
-}
-
 // SAFETY: every method forwards to `System` with the same arguments and
 // returns its result unchanged; `advise` only changes page backing.
 unsafe impl GlobalAlloc for HugePages {

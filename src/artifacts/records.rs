@@ -691,7 +691,6 @@ pub fn read_sized(input: &mut (dyn Read + Send), size: Option<u64>) -> io::Resul
                         let per_record = bytes_seen as f64 / records.len() as f64;
                         let estimate = (size as f64 / per_record.max(1.0) * 1.02) as usize + 64;
                         records.reserve(estimate.saturating_sub(records.len()));
-                        crate::alloc::populate(records.spare_capacity_mut());
                     }
                 }
             }
