@@ -3,11 +3,12 @@
 # directory whose profile_export.jsonl is SIZE_MB (default 1024) of real AIPerf
 # records (a sample run's, multiplied with fresh ids), then measures in the
 # same run, on a warm page cache:
-#   - artifact-check, the full check (every check, JSON report), --jobs 1 and all cores;
+#   - artifact-check, the full check (every check, JSON report), --jobs 1 and all cores,
+#     and on all cores with huge pages forced on and off;
 #   - the Python loop an analyst writes today (benches/python_loop.py);
 #   - `wc -l` on the same file;
 #   - artifact-check over 1,000 small run directories (copies of the samples).
-# The default run's huge-page decision: "on" unless this machine is a VM
+# The default decides huge pages itself: on, unless this machine is a VM
 # whose balloon reports free pages to the host (src/alloc.rs).
 # Prints wall time, throughput (GB/s, records/s), peak RSS and the ratios.
 #
