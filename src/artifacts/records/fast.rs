@@ -22,27 +22,69 @@ use super::{Id, Metric, Phase, Record, Values};
 const MAX_DEPTH: u32 = 100;
 
 /// Parses a trimmed, non-empty line; `None` means "ask serde". `shapes`
-/// carries the keys of the lines before (see [`Shapes`]).
+/// carries what the lines before taught (see [`Shapes`]).
 pub(super) fn parse(line: &str, line_no: u64, shapes: &mut Shapes) -> Option<Record> {
-    let mut s = Scanner {
-        s: line,
-        b: line.as_bytes(),
-        i: 0,
-        shapes: std::mem::take(shapes),
-    };
-    let rec = s.record(line_no);
-    s.ws();
-    let whole = s.i == s.b.len();
-    *shapes = std::mem::take(&mut s.shapes);
-    rec.filter(|_| whole)
+    // Shapes pay while most lines have one of them; in a block whose lines
+    // keep changing shape, trying and learning them costs more than it saves.
+    let use_shapes = shapes.misses < MIN_MISSES || shapes.misses <= shapes.hits;
+    if use_shapes {
+        // The shapes seen last, most recent first.
+        for k in 0..shapes.lines.len() {
+            let mut s = Scanner::new(line, &mut shapes.keys);
+            if let Some(r) = shapes.lines[k].read(&mut s, line_no) {
+                shapes.lines[..=k].rotate_right(1);
+                shapes.hits += 1;
+                return Some(r);
+            }
+        }
+    }
+    let rec = {
+        let mut s = Scanner::new(line, &mut shapes.keys);
+        let rec = s.record(line_no);
+        s.ws();
+        rec.filter(|_| s.i == s.b.len())
+    }?;
+    if use_shapes {
+        shapes.misses += 1;
+        if let Some(t) = LineShape::learn(line) {
+            shapes.lines.truncate(LINE_SHAPES - 1);
+            shapes.lines.insert(0, t);
+        }
+    }
+    Some(rec)
+}
+
+/// Line shapes kept per block: two, so that a run whose lines alternate
+/// between two shapes (successes and errors, say) reads both through them.
+const LINE_SHAPES: usize = 2;
+
+/// Lines of a block that no shape read (the scanner's lines) before the
+/// block may stop using shapes: it does once they outnumber the lines a
+/// shape read. A run's records change shape rarely (its first line, a change
+/// of phase, an error), so a block where they do has lines of many shapes.
+const MIN_MISSES: u32 = 16;
+
+/// What the lines of a block read so far teach about the next ones.
+///
+/// Whole line shapes first ([`LineShape`]): AIPerf writes every record with
+/// the same keys in the same order, so a line is usually the line before
+/// with other values. Failing that, the keys of the previous lines' objects
+/// by position ([`Keys`]).
+#[derive(Default)]
+pub(super) struct Shapes {
+    keys: Keys,
+    lines: Vec<LineShape>,
+    /// Lines of the block read through a shape.
+    hits: u32,
+    /// Lines of the block the scanner read while shapes were in use.
+    misses: u32,
 }
 
 /// The keys of the previous lines' objects, by position, as written
-/// (`"key":`). AIPerf writes every record's keys in the same order, so the
-/// key at a position is usually the one seen there before: comparing the
-/// bytes at the cursor with it replaces scanning the string. A cached key was
-/// validated when it was first scanned, so an exact match reads the same key
-/// the scan would have; anything else is scanned as usual.
+/// (`"key":`). The key at a position is usually the one seen there before:
+/// comparing the bytes at the cursor with it replaces scanning the string. A
+/// cached key was validated when it was first scanned, so an exact match
+/// reads the same key the scan would have; anything else is scanned as usual.
 ///
 /// In the metrics object it goes further: a field of the usual shape
 /// (`"key":{"value":NUMBER,"unit":"..."}`) is cached whole, as the bytes
@@ -51,7 +93,7 @@ pub(super) fn parse(line: &str, line_no: u64, shapes: &mut Shapes) -> Option<Rec
 /// field with another number: two comparisons and a number scan instead of a
 /// key, an object, two keys and a string.
 #[derive(Default)]
-pub(super) struct Shapes {
+struct Keys {
     keys: [Vec<Vec<u8>>; 3],
     fields: Vec<UsualField>,
 }
@@ -67,6 +109,285 @@ struct UsualField {
     metric: Option<Metric>,
 }
 
+/// The shape of a line the scanner read: the bytes between its values (keys,
+/// punctuation, whitespace, `unit` strings, nulls and booleans) and what
+/// each value is. A line that has the same bytes between values of the same
+/// kinds is the same record with other values: reading it is a comparison
+/// per value and the value's own scan, with no key to look at.
+///
+/// It is learned ([`LineShape::learn`]) only from a line the scanner read,
+/// so its bytes were validated as JSON once, the keys hold no escape and no
+/// duplicate, and every value the record keeps is where the shape says. Each
+/// value is then scanned and checked exactly as the scanner checks it at
+/// that place, so a line read through a shape is read as the scanner, and
+/// serde, read it; anything else (another byte between values, a value of
+/// another kind) and the line is read the general way.
+#[derive(Default)]
+struct LineShape {
+    /// The bytes between the values, one after the other.
+    between: Vec<u8>,
+    /// Each value, with where the bytes before it end in `between`; the bytes
+    /// after the last value, to the end of the line, are the rest.
+    values: Vec<(u32, Slot)>,
+    /// `metadata.was_cancelled`, a literal of the shape.
+    was_cancelled: bool,
+}
+
+/// A value of a [`LineShape`]: what the record takes from it, or how it is
+/// checked and dropped.
+#[derive(Clone, Copy, Debug)]
+enum Slot {
+    SessionNum,
+    RequestStart,
+    RequestEnd,
+    RequestAck,
+    Phase,
+    PhaseIndex,
+    ConversationId,
+    TurnIndex,
+    XRequestId,
+    /// The number of a kept metric, usually of this form.
+    Metric(Metric, Form),
+    /// A number the record does not keep, usually of this form.
+    Number(Form),
+    /// A string the record does not keep.
+    String,
+    /// An array the record does not keep, as deep as this.
+    Array(u32),
+}
+
+/// How a number of a [`LineShape`] was written; its scan expects that form
+/// (a branch per form, not one for all numbers of a line, is predicted).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Form {
+    /// Digits (`16`).
+    Integer,
+    /// Digits, a point, digits (`183.412812`).
+    Decimal,
+    /// Anything else (negative, exponent).
+    Other,
+}
+
+impl LineShape {
+    /// Reads the line of `s` if it has this shape.
+    #[inline(always)]
+    fn read<'a>(&self, s: &mut Scanner<'a, '_>, line: u64) -> Option<Record> {
+        let mut m = Meta {
+            was_cancelled: self.was_cancelled,
+            ..Meta::default()
+        };
+        let (mut start, mut end) = (None, None);
+        let mut values = Values::default();
+        let mut at = 0;
+        for &(to, slot) in &self.values {
+            let between = &self.between[at..to as usize];
+            if !s.b[s.i..].starts_with(between) {
+                return None;
+            }
+            s.i += between.len();
+            at = to as usize;
+            match slot {
+                Slot::Metric(k, form) => {
+                    let (text, integer) = s.number_of(form)?;
+                    values.set(k, Some(number_value(text, integer)?));
+                }
+                Slot::Number(form) => drop(s.number_of(form)?),
+                Slot::String => drop(s.string()?),
+                Slot::Array(depth) => s.skip(depth)?,
+                Slot::SessionNum => m.session_num = Some(s.u64()?),
+                Slot::RequestStart => start = Some(s.u64()?),
+                Slot::RequestEnd => end = Some(s.u64()?),
+                Slot::RequestAck => m.request_ack_ns = Some(s.u64()?),
+                Slot::Phase => m.phase = Some(phase(s.string()?)?),
+                Slot::PhaseIndex => m.phase_index = Some(u32::try_from(s.u64()?).ok()?),
+                Slot::TurnIndex => m.turn_index = Some(u32::try_from(s.u64()?).ok()?),
+                Slot::ConversationId => m.conversation_id = Some(s.string()?),
+                Slot::XRequestId => m.x_request_id = Some(s.string()?),
+            }
+        }
+        if s.b[s.i..] != self.between[at..] {
+            return None;
+        }
+        m.request_start_ns = start?;
+        m.request_end_ns = end?;
+        m.into_record(values, line)
+    }
+
+    /// The shape of `line`, a line the scanner read (`None` for a shape this
+    /// does not capture: a kept metric whose value is not a number or null).
+    fn learn(line: &str) -> Option<LineShape> {
+        let mut keys = Keys::default();
+        let mut l = Learner {
+            s: Scanner::new(line, &mut keys),
+            shape: LineShape::default(),
+            from: 0,
+        };
+        l.object(1, |l, key| match key {
+            "metadata" => l.metadata(),
+            "metrics" => {
+                if !l.s.null() {
+                    l.metrics()?;
+                }
+                Some(())
+            }
+            // The scanner leaves error objects to serde.
+            "error" => l.s.null().then_some(()),
+            _ => l.value(1, false),
+        })?;
+        l.s.ws();
+        if l.s.i != l.s.b.len() {
+            return None;
+        }
+        let rest = &l.s.b[l.from..];
+        l.shape.between.extend_from_slice(rest);
+        Some(l.shape)
+    }
+}
+
+/// Walks a line the scanner read, writing down its [`LineShape`].
+struct Learner<'a, 'k> {
+    s: Scanner<'a, 'k>,
+    shape: LineShape,
+    /// Where the bytes since the last value start.
+    from: usize,
+}
+
+impl Learner<'_, '_> {
+    /// Scans the value at the cursor with `scan` and makes it a `slot`.
+    fn slot(&mut self, slot: Slot, scan: impl FnOnce(&mut Self) -> Option<()>) -> Option<()> {
+        self.s.ws();
+        let at = self.s.i;
+        scan(self)?;
+        let before = &self.s.b[self.from..at];
+        self.shape.between.extend_from_slice(before);
+        let to = u32::try_from(self.shape.between.len()).ok()?;
+        self.shape.values.push((to, slot));
+        self.from = self.s.i;
+        Some(())
+    }
+
+    /// The form of the number at the cursor.
+    fn form(&mut self) -> Form {
+        let at = self.s.i;
+        let form = match self.s.number() {
+            Some((_, true)) => Form::Integer,
+            Some((t, false)) if !t.starts_with('-') && !t.contains(['e', 'E']) => Form::Decimal,
+            _ => Form::Other,
+        };
+        self.s.i = at;
+        form
+    }
+
+    /// A number (or, for an optional field, null: part of the shape).
+    fn number(&mut self, slot: Slot) -> Option<()> {
+        if self.s.null() {
+            return Some(());
+        }
+        self.slot(slot, |l| l.s.number().map(drop))
+    }
+
+    /// A string (or null, part of the shape).
+    fn string(&mut self, slot: Slot) -> Option<()> {
+        if self.s.null() {
+            return Some(());
+        }
+        self.slot(slot, |l| l.s.string().map(drop))
+    }
+
+    /// An object `depth` containers deep, calling `field` after each key.
+    fn object(
+        &mut self,
+        depth: u32,
+        mut field: impl FnMut(&mut Self, &str) -> Option<()>,
+    ) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.s.expect(b'{')?;
+        if self.s.eat(b'}') {
+            return Some(());
+        }
+        loop {
+            let key = self.s.string()?;
+            self.s.expect(b':')?;
+            field(self, key)?;
+            if !self.s.eat(b',') {
+                return self.s.expect(b'}');
+            }
+        }
+    }
+
+    /// A value the record does not keep, inside `depth` containers. Its
+    /// strings are part of the shape when `strings_fixed` (metric units),
+    /// values otherwise (ids); numbers and arrays are values.
+    fn value(&mut self, depth: u32, strings_fixed: bool) -> Option<()> {
+        self.s.ws();
+        match self.s.peek()? {
+            b'"' if strings_fixed => self.s.string().map(drop),
+            b'"' => self.slot(Slot::String, |l| l.s.string().map(drop)),
+            b'{' => self.object(depth + 1, |l, _| l.value(depth + 1, strings_fixed)),
+            b'[' => self.slot(Slot::Array(depth), |l| l.s.skip(depth)),
+            b't' => self.s.literal(b"true"),
+            b'f' => self.s.literal(b"false"),
+            b'n' => self.s.literal(b"null"),
+            _ => {
+                let form = self.form();
+                self.slot(Slot::Number(form), |l| l.s.number().map(drop))
+            }
+        }
+    }
+
+    fn metadata(&mut self) -> Option<()> {
+        self.object(2, |l, key| match key {
+            "session_num" => l.number(Slot::SessionNum),
+            "request_start_ns" => l.number(Slot::RequestStart),
+            "request_end_ns" => l.number(Slot::RequestEnd),
+            "request_ack_ns" => l.number(Slot::RequestAck),
+            "phase_index" => l.number(Slot::PhaseIndex),
+            "turn_index" => l.number(Slot::TurnIndex),
+            "benchmark_phase" => l.slot(Slot::Phase, |l| l.s.string().map(drop)),
+            "conversation_id" => l.string(Slot::ConversationId),
+            "x_request_id" => l.string(Slot::XRequestId),
+            "was_cancelled" => {
+                l.s.ws();
+                l.shape.was_cancelled = l.s.peek()? == b't';
+                l.value(2, false)
+            }
+            _ => l.value(2, false),
+        })
+    }
+
+    fn metrics(&mut self) -> Option<()> {
+        self.object(2, |l, key| match Metric::from_tag(key) {
+            Some(m) => {
+                if l.s.null() {
+                    return Some(());
+                }
+                let mut has_value = false;
+                l.object(3, |l, key| {
+                    if key != "value" {
+                        return l.value(3, true);
+                    }
+                    has_value = true;
+                    l.s.ws();
+                    match l.s.peek()? {
+                        b'n' => l.s.literal(b"null"),
+                        b'-' | b'0'..=b'9' => {
+                            let form = l.form();
+                            l.slot(Slot::Metric(m, form), |l| l.s.number().map(drop))
+                        }
+                        // An array where the record keeps a number: the
+                        // next line could put a number there.
+                        _ => None,
+                    }
+                })?;
+                has_value.then_some(())
+            }
+            None => l.value(2, true),
+        })
+    }
+}
+
 /// Which object's keys.
 #[derive(Clone, Copy)]
 enum Obj {
@@ -75,11 +396,11 @@ enum Obj {
     Metrics = 2,
 }
 
-struct Scanner<'a> {
+struct Scanner<'a, 'k> {
     s: &'a str,
     b: &'a [u8],
     i: usize,
-    shapes: Shapes,
+    keys: &'k mut Keys,
 }
 
 /// Bits of the fields seen, to refuse duplicates as serde does.
@@ -107,7 +428,17 @@ fn bytes_eq(w: u64, c: u8) -> u64 {
     x.wrapping_sub(LO) & !x & HI
 }
 
-impl<'a> Scanner<'a> {
+impl<'a, 'k> Scanner<'a, 'k> {
+    #[inline(always)]
+    fn new(line: &'a str, keys: &'k mut Keys) -> Self {
+        Scanner {
+            s: line,
+            b: line.as_bytes(),
+            i: 0,
+            keys,
+        }
+    }
+
     #[inline(always)]
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
@@ -187,7 +518,9 @@ impl<'a> Scanner<'a> {
             .then(|| self.i += word.len())
     }
 
-    /// Eats ASCII digits, eight at a time; how many.
+    /// Eats ASCII digits, sixteen at a time; how many. (Almost every number
+    /// of a record has fewer than sixteen digits before and after its point,
+    /// so the loop almost never goes round and its exit is predicted.)
     #[inline(always)]
     fn digits(&mut self) -> usize {
         let b = self.b;
@@ -247,9 +580,39 @@ impl<'a> Scanner<'a> {
         Some((self.s.get(start..self.i)?, integer))
     }
 
+    /// [`Scanner::number`] for a number usually of `form`: the same extent
+    /// and answer, by a scan specialised to that form where the number has
+    /// it, by the general scan where it does not.
+    #[inline(always)]
+    fn number_of(&mut self, form: Form) -> Option<(&'a str, bool)> {
+        let start = self.i;
+        let fits = match form {
+            Form::Other => false,
+            Form::Integer | Form::Decimal => {
+                let first = self.peek().unwrap_or(b'-');
+                let n = self.digits();
+                let whole = n > 0 && (first != b'0' || n == 1);
+                match (form, self.peek()) {
+                    (_, Some(b'.' | b'e' | b'E')) if form == Form::Integer => false,
+                    (Form::Integer, _) => whole,
+                    (_, Some(b'.')) if whole => {
+                        self.i += 1;
+                        self.digits() > 0 && !matches!(self.peek(), Some(b'e' | b'E'))
+                    }
+                    _ => false,
+                }
+            }
+        };
+        if fits {
+            return Some((self.s.get(start..self.i)?, form == Form::Integer));
+        }
+        self.i = start;
+        self.number()
+    }
+
     /// A `u64` written as plain digits (what serde accepts for a `u64` field).
     fn u64(&mut self) -> Option<u64> {
-        let (text, integer) = self.number()?;
+        let (text, integer) = self.number_of(Form::Integer)?;
         if !integer {
             return None;
         }
@@ -359,7 +722,7 @@ impl<'a> Scanner<'a> {
     #[inline(always)]
     fn cached_key(&mut self, obj: Obj, position: usize) -> Option<&'a str> {
         let at = self.i;
-        let keys = &mut self.shapes.keys[obj as usize];
+        let keys = &mut self.keys.keys[obj as usize];
         if let Some(k) = keys.get(position) {
             if self.b[at..].starts_with(k) {
                 self.i = at + k.len();
@@ -373,7 +736,7 @@ impl<'a> Scanner<'a> {
         if written.len() == key.len() + 3 {
             // Overwritten in place: a run whose lines alternate between two
             // key orders does not allocate a key per miss.
-            let keys = &mut self.shapes.keys[obj as usize];
+            let keys = &mut self.keys.keys[obj as usize];
             if position < keys.len() {
                 keys[position].clear();
                 keys[position].extend_from_slice(written);
@@ -408,22 +771,7 @@ impl<'a> Scanner<'a> {
             }
             _ => s.skip(1),
         })?;
-        let m = meta?;
-        Some(Record {
-            line,
-            phase: m.phase?,
-            phase_index: m.phase_index,
-            session_num: m.session_num,
-            turn_index: m.turn_index,
-            x_request_id: m.x_request_id.map(Id::new),
-            conversation_id: m.conversation_id.map(Id::new),
-            request_start_ns: m.request_start_ns,
-            request_end_ns: m.request_end_ns,
-            request_ack_ns: m.request_ack_ns.and_then(NonZeroU64::new),
-            was_cancelled: m.was_cancelled,
-            error: None,
-            values,
-        })
+        meta?.into_record(values, line)
     }
 
     fn metadata(&mut self) -> Option<Meta<'a>> {
@@ -451,11 +799,7 @@ impl<'a> Scanner<'a> {
                 }
                 "benchmark_phase" => {
                     seen.first(4)?;
-                    m.phase = Some(match s.string()? {
-                        "warmup" => Phase::Warmup,
-                        "profiling" => Phase::Profiling,
-                        _ => return None,
-                    });
+                    m.phase = Some(phase(s.string()?)?);
                 }
                 "phase_index" => {
                     seen.first(5)?;
@@ -521,7 +865,7 @@ impl<'a> Scanner<'a> {
         values: &mut Values,
     ) -> Option<bool> {
         let at = self.i;
-        let Some(field) = self.shapes.fields.get(position) else {
+        let Some(field) = self.keys.fields.get(position) else {
             return Some(false);
         };
         // An empty `before` is a position not cached yet.
@@ -531,14 +875,14 @@ impl<'a> Scanner<'a> {
         let (before, metric) = (field.before.len(), field.metric);
         self.i = at + before;
         let read = self.number().filter(|_| {
-            let after = &self.shapes.fields[position].after;
+            let after = &self.keys.fields[position].after;
             self.b[self.i..].starts_with(after)
         });
         let Some((text, integer)) = read else {
             self.i = at;
             return Some(false);
         };
-        self.i += self.shapes.fields[position].after.len();
+        self.i += self.keys.fields[position].after.len();
         if let Some(m) = metric {
             seen.first(m as u32)?;
             values.set(m, Some(number_value(text, integer)?));
@@ -585,7 +929,7 @@ impl<'a> Scanner<'a> {
         let start = number.as_ptr() as usize - self.b.as_ptr() as usize;
         let end = start + number.len();
         let (before, after) = (&self.b[at..start], &self.b[end..self.i]);
-        let fields = &mut self.shapes.fields;
+        let fields = &mut self.keys.fields;
         if position >= 256 || before.len() + after.len() > 512 {
             return;
         }
@@ -685,6 +1029,38 @@ struct Meta<'a> {
     turn_index: Option<u32>,
     x_request_id: Option<&'a str>,
     was_cancelled: bool,
+}
+
+impl Meta<'_> {
+    /// The record of a line whose metadata this is (no error object).
+    #[inline(always)]
+    fn into_record(self, values: Values, line: u64) -> Option<Record> {
+        Some(Record {
+            line,
+            phase: self.phase?,
+            phase_index: self.phase_index,
+            session_num: self.session_num,
+            turn_index: self.turn_index,
+            x_request_id: self.x_request_id.map(Id::new),
+            conversation_id: self.conversation_id.map(Id::new),
+            request_start_ns: self.request_start_ns,
+            request_end_ns: self.request_end_ns,
+            request_ack_ns: self.request_ack_ns.and_then(NonZeroU64::new),
+            was_cancelled: self.was_cancelled,
+            error: None,
+            values,
+        })
+    }
+}
+
+/// The phase a `benchmark_phase` names.
+#[inline(always)]
+fn phase(name: &str) -> Option<Phase> {
+    match name {
+        "warmup" => Some(Phase::Warmup),
+        "profiling" => Some(Phase::Profiling),
+        _ => None,
+    }
 }
 
 /// The fast path against the serde path on one line (tests and fuzzing):
@@ -831,6 +1207,109 @@ mod tests {
         text.push('\n');
         text.push_str(&line.replace("\":", "\" :"));
         assert_agrees_lines(&text);
+    }
+
+    #[test]
+    fn lines_after_the_first_of_their_shape_are_read_through_it() {
+        let runs = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-artifacts/runs");
+        for run in std::fs::read_dir(runs).expect("sample runs") {
+            let path = run.expect("entry").path().join("profile_export.jsonl");
+            let text = std::fs::read_to_string(&path).expect("sample records");
+            let mut shapes = Shapes::default();
+            let (mut through, mut lines) = (0, 0);
+            for line in text.lines() {
+                let mut keys = Keys::default();
+                let shaped = shapes
+                    .lines
+                    .iter()
+                    .find_map(|t| t.read(&mut Scanner::new(line, &mut keys), 7));
+                let read = parse(line, 7, &mut shapes).expect("sample lines are read");
+                if let Some(r) = shaped {
+                    assert_eq!(r, read);
+                    through += 1;
+                }
+                lines += 1;
+            }
+            // Each sample run has two shapes (its warmup and profiling
+            // records differ), learned from their first lines.
+            assert_eq!(through, lines - 2, "{}", path.display());
+            assert_eq!(shapes.lines.len(), 2);
+        }
+    }
+
+    #[test]
+    fn alternating_shapes_are_both_kept_and_a_third_replaces_the_older() {
+        let lines = sample_lines();
+        let a = lines[0].clone();
+        let b = a.replace("\"was_cancelled\":false", "\"was_cancelled\":true");
+        let c = a.replace("\"unit\":\"ms\"", "\"unit\":\"s\"");
+        assert!(a != b && a != c);
+        let mut shapes = Shapes::default();
+        for line in [&a, &b, &a, &b] {
+            let r = parse(line, 1, &mut shapes).expect("read");
+            assert_eq!(r.was_cancelled, line == &b);
+        }
+        assert_eq!(shapes.lines.len(), 2);
+        // Both shapes read without learning again: the most recent first.
+        let mut keys = Keys::default();
+        assert!(shapes.lines[0]
+            .read(&mut Scanner::new(&b, &mut keys), 1)
+            .is_some());
+        assert!(shapes.lines[1]
+            .read(&mut Scanner::new(&a, &mut keys), 1)
+            .is_some());
+        parse(&c, 1, &mut shapes).expect("read");
+        assert_eq!(shapes.lines.len(), 2);
+        assert!(shapes.lines[0]
+            .read(&mut Scanner::new(&c, &mut keys), 1)
+            .is_some());
+        assert!(shapes.lines[1]
+            .read(&mut Scanner::new(&b, &mut keys), 1)
+            .is_some());
+        assert!(shapes.lines[1]
+            .read(&mut Scanner::new(&a, &mut keys), 1)
+            .is_none());
+    }
+
+    #[test]
+    fn a_block_whose_lines_keep_changing_shape_stops_using_shapes() {
+        let lines = sample_lines();
+        let a = lines[0].clone();
+        let variants: Vec<String> = ["ms", "s", "us"]
+            .iter()
+            .map(|u| a.replace("\"unit\":\"ms\"", &format!("\"unit\":\"{u}\"")))
+            .collect();
+        let mut shapes = Shapes::default();
+        // Three shapes in turn: two kept, so every line misses.
+        for i in 0..100 {
+            let line = &variants[i % 3];
+            assert_agrees_lines(line);
+            parse(line, 1, &mut shapes).expect("read");
+        }
+        assert_eq!((shapes.hits, shapes.misses), (0, MIN_MISSES));
+        // Lines of one shape: all but the first read through it.
+        let mut shapes = Shapes::default();
+        for _ in 0..100 {
+            parse(&a, 1, &mut shapes).expect("read");
+        }
+        assert_eq!((shapes.hits, shapes.misses), (99, 1));
+    }
+
+    #[test]
+    fn a_shape_is_not_learned_where_a_kept_metric_holds_an_array() {
+        let lines = sample_lines();
+        let line = lines[0].replace(
+            "\"time_to_first_token\":{\"value\":168.496759",
+            "\"time_to_first_token\":{\"value\":[168.496759]",
+        );
+        assert_ne!(line, lines[0]);
+        let mut shapes = Shapes::default();
+        let r = parse(&line, 1, &mut shapes).expect("the scanner reads it");
+        assert_eq!(r.values.get(Metric::TimeToFirstToken), None);
+        assert!(shapes.lines.is_empty());
+        assert_eq!(shapes.misses, 1);
+        // Next to a number there, the array must not be read as absent.
+        assert_agrees_lines(&format!("{line}\n{}\n{line}", lines[0]));
     }
 
     #[test]
