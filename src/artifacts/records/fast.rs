@@ -12,6 +12,11 @@
 //! results: `tests/fuzz` holds a differential target that checks exactly
 //! that, and the unit tests below check it on the sample runs and on
 //! mutations of them.
+//!
+//! Most lines do not even need the scanner's walk: a line it read teaches
+//! the block its shape ([`LineShape`]), and a next line of the same shape is
+//! read by comparing the bytes between its values and scanning each value,
+//! with the same checks the scanner makes at that place.
 
 use std::num::NonZeroU64;
 
