@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
-use std::sync::{mpsc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -613,10 +613,11 @@ pub fn read(path: &Path) -> io::Result<RecordsRead> {
 ///
 /// Every rayon worker, in turn under a lock, reads the next block of about
 /// 1 MiB that ends at a line end (into a reused buffer), then parses it
-/// outside the lock; this thread puts the parsed blocks back in file order (a
-/// small reorder buffer) and appends their records. Nobody waits for a whole
-/// batch, and memory is bounded by the blocks in flight (one per worker) plus
-/// the compact records, not by the file.
+/// outside the lock, then, under a second lock, appends the records of every
+/// parsed block that is next in file order (a small reorder buffer holds
+/// those that finished early). Nobody waits for a whole batch, and memory is
+/// bounded by the blocks in flight (one per worker) plus the compact records,
+/// not by the file.
 pub fn read_from(input: &mut (dyn Read + Send)) -> io::Result<RecordsRead> {
     read_sized(input, None)
 }
@@ -635,72 +636,89 @@ pub fn read_sized(input: &mut (dyn Read + Send), size: Option<u64>) -> io::Resul
         blocks: BlockReader::new(input),
         error: None,
     });
-    let (result_tx, result_rx) = mpsc::channel::<(u64, u64, Parsed)>();
-    let mut merge = Merge::default();
-    std::thread::scope(|s| {
-        // Every worker of the pool takes the next block under the lock,
-        // reads it itself and parses it: the kernel's copy lands in the cache
-        // of the core that parses it, and no thread only reads.
-        s.spawn(|| {
-            let result_tx = result_tx;
-            rayon::broadcast(|_| {
-                let mut spare: Option<Vec<u8>> = None;
-                loop {
-                    let block = {
-                        let mut g = shared.lock().unwrap_or_else(PoisonError::into_inner);
-                        if let Some(b) = spare.take() {
-                            g.blocks.recycle(b);
-                        }
-                        if g.blocks.eof || g.error.is_some() {
-                            break;
-                        }
-                        match g.blocks.next_block() {
-                            Ok(Some(b)) => b,
-                            Ok(None) => continue,
-                            Err(e) => {
-                                g.error = Some(e);
-                                break;
-                            }
-                        }
-                    };
-                    let parsed = parse_block(&block);
-                    if result_tx
-                        .send((block.seq, block.text().len() as u64, parsed))
-                        .is_err()
-                    {
+    let merging = Mutex::new(Merging {
+        merge: Merge::default(),
+        waiting: BTreeMap::new(),
+        next_seq: 0,
+        bytes_seen: 0,
+        size,
+    });
+    // Every worker of the pool takes the next block under the lock, reads it
+    // itself and parses it (the kernel's copy lands in the cache of the core
+    // that parses it), then merges what is next in file order under a second
+    // lock: no thread only reads or only merges, and none wakes another per
+    // block.
+    rayon::broadcast(|_| {
+        let mut spare: Option<Vec<u8>> = None;
+        loop {
+            let block = {
+                let mut g = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(b) = spare.take() {
+                    g.blocks.recycle(b);
+                }
+                if g.blocks.eof || g.error.is_some() {
+                    break;
+                }
+                match g.blocks.next_block() {
+                    Ok(Some(b)) => b,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        g.error = Some(e);
                         break;
                     }
-                    spare = Some(block.bytes);
                 }
-            });
-        });
-        // Put blocks back in order as they finish.
-        let mut waiting: BTreeMap<u64, (u64, Parsed)> = BTreeMap::new();
-        let mut next_seq = 0u64;
-        let mut bytes_seen = 0u64;
-        for (seq, len, parsed) in result_rx {
-            waiting.insert(seq, (len, parsed));
-            while let Some((len, parsed)) = waiting.remove(&next_seq) {
-                next_seq += 1;
-                bytes_seen += len;
-                let before = merge.out.records.len();
-                merge.add(parsed);
-                let records = &mut merge.out.records;
-                if next_seq == 1 {
-                    if let Some(size) = size.filter(|_| records.len() > before) {
-                        let per_record = bytes_seen as f64 / records.len() as f64;
-                        let estimate = (size as f64 / per_record.max(1.0) * 1.02) as usize + 64;
-                        records.reserve(estimate.saturating_sub(records.len()));
-                    }
-                }
-            }
+            };
+            let parsed = parse_block(&block);
+            merging.lock().unwrap_or_else(PoisonError::into_inner).put(
+                block.seq,
+                block.text().len() as u64,
+                parsed,
+            );
+            spare = Some(block.bytes);
         }
     });
+    let merge = merging
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+        .merge;
     let shared = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
     if let Some(e) = shared.error {
         return Err(e);
     }
     Ok(merge.finish(&shared.blocks))
+}
+
+/// Parsed blocks on their way into the records, in file order.
+struct Merging {
+    merge: Merge,
+    /// Blocks parsed before the ones ahead of them in the file.
+    waiting: BTreeMap<u64, (u64, Parsed)>,
+    /// The block merged next.
+    next_seq: u64,
+    bytes_seen: u64,
+    /// The input's size, if known (see [`read_sized`]).
+    size: Option<u64>,
+}
+
+impl Merging {
+    /// Takes block `seq` (`len` bytes) and merges every block now next.
+    fn put(&mut self, seq: u64, len: u64, parsed: Parsed) {
+        self.waiting.insert(seq, (len, parsed));
+        while let Some((len, parsed)) = self.waiting.remove(&self.next_seq) {
+            self.next_seq += 1;
+            self.bytes_seen += len;
+            let before = self.merge.out.records.len();
+            self.merge.add(parsed);
+            let records = &mut self.merge.out.records;
+            if self.next_seq == 1 {
+                if let Some(size) = self.size.filter(|_| records.len() > before) {
+                    let per_record = self.bytes_seen as f64 / records.len() as f64;
+                    let estimate = (size as f64 / per_record.max(1.0) * 1.02) as usize + 64;
+                    records.reserve(estimate.saturating_sub(records.len()));
+                }
+            }
+        }
+    }
 }
 
 /// The block reader the workers share, and its error.
