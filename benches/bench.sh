@@ -2,7 +2,8 @@
 # The benchmark of docs/performance.md. Generates, at benchmark time, a run
 # directory whose profile_export.jsonl is SIZE_MB (default 1024) of real AIPerf
 # records (a sample run's, multiplied with fresh ids), then measures in the
-# same run, on a warm page cache:
+# same run, on a warm page cache, in three interleaved rounds (best run of
+# each contender):
 #   - artifact-check, the full check (every check, JSON report), --jobs 1 and all cores,
 #     and on all cores with huge pages forced on and off;
 #   - the Python loop an analyst writes today (benches/python_loop.py);
@@ -32,32 +33,16 @@ records=$(wc -l < "$file")
 sync
 cat "$file" > /dev/null   # warm the page cache for every contender alike
 
-# measure NAME CMD...: best wall time of 3 runs (s, from the clock in ns) and
-# the peak RSS (KiB, from /usr/bin/time) of that run.
-measure() {
+# run_once NAME CMD...: one timed run; appends "NAME wall_s peak_rss_kib"
+# (the wall time from the clock in ns, the RSS from /usr/bin/time).
+run_once() {
   local name=$1; shift
-  local best="" rss=""
-  for _ in 1 2 3; do
-    local t0 t1 t m
-    t0=$(date +%s%N)
-    /usr/bin/time -f "%M" -o "$work/t" "$@" > /dev/null 2>&1 || true
-    t1=$(date +%s%N)
-    t=$(awk "BEGIN{print ($t1 - $t0) / 1e9}")
-    m=$(tail -n 1 "$work/t")
-    if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; rss=$m; fi
-  done
-  echo "$name $best $rss" >> "$work/results"
+  local t0 t1
+  t0=$(date +%s%N)
+  /usr/bin/time -f "%M" -o "$work/t" "$@" > /dev/null 2>&1 || true
+  t1=$(date +%s%N)
+  echo "$name $(awk "BEGIN{print ($t1 - $t0) / 1e9}") $(tail -n 1 "$work/t")" >> "$work/runs"
 }
-
-measure wc_l wc -l "$file"
-measure artifact_check_jobs1 "$bin" --jobs 1 --format json "$work/big"
-measure artifact_check "$bin" --format json "$work/big"
-# The huge-page advice forced either way (the default detects; see
-# src/alloc.rs and docs/performance.md).
-measure artifact_check_huge_on env ARTIFACT_CHECK_HUGE_PAGES=on "$bin" --format json "$work/big"
-measure artifact_check_huge_off env ARTIFACT_CHECK_HUGE_PAGES=off "$bin" --format json "$work/big"
-measure python_loop python3 benches/python_loop.py "$file"
-
 mkdir -p "$work/small"
 i=0
 while [ $i -lt "$SMALL_RUNS" ]; do
@@ -67,14 +52,29 @@ while [ $i -lt "$SMALL_RUNS" ]; do
     i=$((i + 1))
   done
 done
-measure small_runs "$bin" --format json "$work/small"
+# Three rounds, each running every contender once, in turn: a burst of
+# load on a shared machine then slows one run of several contenders, not
+# all three runs of one. Each contender's best run counts (with its RSS).
+for _ in 1 2 3; do
+  run_once wc_l wc -l "$file"
+  run_once artifact_check_jobs1 "$bin" --jobs 1 --format json "$work/big"
+  run_once artifact_check "$bin" --format json "$work/big"
+  # The huge-page advice forced either way (the default detects; see
+  # src/alloc.rs and docs/performance.md).
+  run_once artifact_check_huge_on env ARTIFACT_CHECK_HUGE_PAGES=on "$bin" --format json "$work/big"
+  run_once artifact_check_huge_off env ARTIFACT_CHECK_HUGE_PAGES=off "$bin" --format json "$work/big"
+  run_once python_loop python3 benches/python_loop.py "$file"
+  run_once small_runs "$bin" --format json "$work/small"
+done
 
-python3 - "$work/results" "$bytes" "$records" "$SMALL_RUNS" <<'PY'
+python3 - "$work/runs" "$bytes" "$records" "$SMALL_RUNS" <<'PY'
 import sys
-rows = {}
+rows, every = {}, {}
 for line in open(sys.argv[1]):
     name, t, rss = line.split()
-    rows[name] = (float(t), int(rss))
+    every.setdefault(name, []).append(float(t))
+    if name not in rows or float(t) < rows[name][0]:
+        rows[name] = (float(t), int(rss))
 size, records, small = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 print(f"file: {size / 1e9:.3f} GB, {records} records ({size / records:.0f} bytes/record)")
 print(f"{'contender':24} {'wall s':>8} {'GB/s':>7} {'records/s':>12} {'peak RSS MiB':>13} {'RSS/file':>9}")
@@ -91,4 +91,6 @@ for name in ("artifact_check_huge_on", "artifact_check_huge_off"):
 print(f"artifact-check all cores vs --jobs 1: {rows['artifact_check_jobs1'][0] / ac:.2f}x")
 t, rss = rows["small_runs"]
 print(f"{small} small run directories: {t:.2f} s ({small / t:.0f} runs/s), peak RSS {rss / 1024:.1f} MiB")
+print("every run, in round order (s): " + "; ".join(
+    f"{name} {' '.join(f'{t:.2f}' for t in ts)}" for name, ts in every.items()))
 PY
