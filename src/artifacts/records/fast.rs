@@ -1256,24 +1256,19 @@ mod tests {
         }
         assert_eq!(shapes.lines.len(), 2);
         // Both shapes read without learning again: the most recent first.
-        let mut keys = Keys::default();
-        assert!(shapes.lines[0]
-            .read(&mut Scanner::new(&b, &mut keys), 1)
-            .is_some());
-        assert!(shapes.lines[1]
-            .read(&mut Scanner::new(&a, &mut keys), 1)
-            .is_some());
+        assert!(shape_reads(&shapes, 0, &b) && shape_reads(&shapes, 1, &a));
         parse(&c, 1, &mut shapes).expect("read");
         assert_eq!(shapes.lines.len(), 2);
-        assert!(shapes.lines[0]
-            .read(&mut Scanner::new(&c, &mut keys), 1)
-            .is_some());
-        assert!(shapes.lines[1]
-            .read(&mut Scanner::new(&b, &mut keys), 1)
-            .is_some());
-        assert!(shapes.lines[1]
-            .read(&mut Scanner::new(&a, &mut keys), 1)
-            .is_none());
+        assert!(shape_reads(&shapes, 0, &c) && shape_reads(&shapes, 1, &b));
+        assert!(!shape_reads(&shapes, 1, &a));
+    }
+
+    /// Whether the `k`th shape of `shapes` reads `line`.
+    fn shape_reads(shapes: &Shapes, k: usize, line: &str) -> bool {
+        let mut keys = Keys::default();
+        shapes.lines[k]
+            .read(&mut Scanner::new(line, &mut keys), 1)
+            .is_some()
     }
 
     #[test]
