@@ -1105,6 +1105,44 @@ mod tests {
         }
     }
 
+    /// Hands out `data`, then fails: a disk error in the middle of a file.
+    struct FailsAfter<'a> {
+        data: &'a [u8],
+    }
+
+    impl Read for FailsAfter<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.data.is_empty() {
+                return Err(io::Error::other("disk on fire"));
+            }
+            let n = buf.len().min(self.data.len()).min(100_000);
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_read_error_after_many_blocks_is_returned_on_both_paths() {
+        // Several blocks' worth of good lines parse, then the read fails:
+        // the workers stop, the error comes back, nothing hangs.
+        let text = format!("{GOOD}\n").repeat(20_000);
+        assert!(text.len() > 4 * BLOCK_BYTES);
+        let err = read_from(&mut FailsAfter {
+            data: text.as_bytes(),
+        })
+        .expect_err("fails");
+        assert_eq!(err.to_string(), "disk on fire");
+        // The sequential path (a run audited on a rayon worker).
+        let err = rayon::scope(|_| {
+            read_from(&mut FailsAfter {
+                data: text.as_bytes(),
+            })
+        })
+        .expect_err("fails");
+        assert_eq!(err.to_string(), "disk on fire");
+    }
+
     #[test]
     fn block_boundaries_and_read_sizes_change_nothing() {
         // ~5 MiB of lines of varied length across many blocks, a 3 MiB line
