@@ -1156,6 +1156,122 @@ struct Candidate {
     phase: Phase,
 }
 
+/// The candidates of an attribution that have not been given an increment
+/// yet, kept so that each scrape interval takes its own in time that does not
+/// grow with all of them: a run whose server counted far fewer observations
+/// than it had requests piles up pending candidates, and they all end late.
+///
+/// Within an interval `(a, b]` a candidate whose event (`e`) is
+/// - on time (`a < e + slack`, `e <= b + slack`) comes first,
+/// - late (`e + slack <= a`: owed an observation already) next,
+/// - in flight (`e > b + slack`) last;
+///
+/// ties in event order, then in arrival order (the candidate index). A late
+/// candidate stays late (the intervals move forward), so the late ones wait
+/// in a heap, and only the others (the requests in flight around the
+/// interval) are ranked again in each interval.
+struct Pending<'c> {
+    cands: &'c [Candidate],
+    slack: u64,
+    /// Pending, not late yet, as (event, index).
+    fresh: Vec<(u64, usize)>,
+    /// Pending and late, smallest (event, index) first.
+    late: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>>,
+    /// Pending candidates of each phase (warmup, profiling).
+    per_phase: [usize; 2],
+    /// Candidates below this index that are still pending were passed over
+    /// in an ambiguous interval: whichever increment such a candidate gets
+    /// later could have gone elsewhere. (Candidates become pending in index
+    /// order, so one mark covers every pending candidate of that interval.)
+    float_below: usize,
+}
+
+impl<'c> Pending<'c> {
+    fn new(cands: &'c [Candidate], slack: u64) -> Self {
+        Pending {
+            cands,
+            slack,
+            fresh: Vec::new(),
+            late: std::collections::BinaryHeap::new(),
+            per_phase: [0; 2],
+            float_below: 0,
+        }
+    }
+
+    fn phase_slot(p: Phase) -> usize {
+        match p {
+            Phase::Warmup => 0,
+            Phase::Profiling => 1,
+        }
+    }
+
+    fn add(&mut self, i: usize) {
+        self.fresh.push((self.cands[i].event, i));
+        self.per_phase[Self::phase_slot(self.cands[i].phase)] += 1;
+    }
+
+    fn len(&self) -> usize {
+        self.fresh.len() + self.late.len()
+    }
+
+    /// The first `k` pending candidates for the interval `(a, b]`, in order,
+    /// taken out; and whether the choice was ambiguous: candidates were left
+    /// and the chosen and the left do not all share one phase. `next` is the
+    /// number of candidates that have become pending.
+    fn choose(&mut self, a: u64, b: u64, k: usize, next: usize) -> (Vec<usize>, bool) {
+        let slack = self.slack;
+        let late = &mut self.late;
+        self.fresh.retain(|&(e, i)| {
+            let is_late = e.saturating_add(slack) <= a;
+            if is_late {
+                late.push(std::cmp::Reverse((e, i)));
+            }
+            !is_late
+        });
+        let take = k.min(self.len());
+        // The fresh ones by (in flight, event, index): on time first.
+        let in_flight = |e: u64| e > b.saturating_add(slack);
+        let key = |&(e, i): &(u64, usize)| (in_flight(e), e, i);
+        let n = take.min(self.fresh.len());
+        if n < self.fresh.len() {
+            self.fresh.select_nth_unstable_by_key(n, key);
+        }
+        self.fresh[..n].sort_unstable_by_key(key);
+        let on_time = self.fresh[..n]
+            .iter()
+            .take_while(|&&(e, _)| !in_flight(e))
+            .count();
+        let mut chosen: Vec<usize> = self.fresh[..on_time].iter().map(|&(_, i)| i).collect();
+        while chosen.len() < take {
+            match self.late.pop() {
+                Some(std::cmp::Reverse((_, i))) => chosen.push(i),
+                None => break,
+            }
+        }
+        // In flight last; `fresh[..n]` holds the first of them in order.
+        let from_fresh = on_time + (take - chosen.len());
+        chosen.extend(self.fresh[on_time..from_fresh].iter().map(|&(_, i)| i));
+        self.fresh.drain(..from_fresh);
+        for &i in &chosen {
+            self.per_phase[Self::phase_slot(self.cands[i].phase)] -= 1;
+        }
+        let ambiguous = self.len() > 0 && {
+            let mut seen = [false; 2];
+            for &i in &chosen {
+                seen[Self::phase_slot(self.cands[i].phase)] = true;
+            }
+            for (s, &n) in seen.iter_mut().zip(&self.per_phase) {
+                *s |= n > 0;
+            }
+            seen[0] && seen[1]
+        };
+        if ambiguous {
+            self.float_below = next;
+        }
+        (chosen, ambiguous)
+    }
+}
+
 #[derive(Clone, Copy)]
 struct Increment {
     phase: Option<Phase>,
@@ -1196,18 +1312,13 @@ fn attribute(
         return None;
     }
     let slack = (ctx.settings.phase.match_slack_ms * 1e6) as u64;
-    // Passed over in an interval where either phase could have taken the
-    // increment: whichever increment such a candidate gets later could have
-    // gone elsewhere. Kept beside the shared candidates, not in a copy.
-    let mut floating = vec![false; cands.len()];
     // The baseline must predate every request, or earlier increments are lost.
     if first_start.is_some_and(|s| s <= pts[0].t) {
         return None;
     }
     let is_hist = pts.iter().all(|p| p.sum.is_some());
     let mut next = 0usize;
-    // Pending candidates as (event, index): ranking them reads no candidate.
-    let mut pending: Vec<(u64, usize)> = Vec::new();
+    let mut pending = Pending::new(cands, slack);
     let mut increments: Vec<Increment> = Vec::new();
     let mut unattributed = 0u64;
     for w in pts.windows(2) {
@@ -1217,47 +1328,17 @@ fn attribute(
             return None; // a reset: reported separately, not repaired across
         }
         while next < cands.len() && cands[next].earliest <= b.t {
-            pending.push((cands[next].event, next));
+            pending.add(next);
             next += 1;
         }
         let k = dc.round() as usize;
         if k == 0 {
             continue;
         }
-        let rank = |e: u64| {
-            if e + slack > a.t && e <= b.t + slack {
-                (0, e) // on time
-            } else if e <= a.t {
-                (1, e) // late: owed an observation already
-            } else {
-                (2, e) // in flight
-            }
-        };
-        // The first k pending candidates by rank are chosen; ties go in
-        // arrival order (the candidate index). Selecting them is linear in
-        // the pending candidates, which a run whose server counted far fewer
-        // observations than it had requests can pile up.
-        let key = |&(e, i): &(u64, usize)| (rank(e), i);
-        let take = k.min(pending.len());
-        if take < pending.len() {
-            pending.select_nth_unstable_by_key(take, key);
-        }
-        pending[..take].sort_unstable_by_key(key);
-        let chosen: Vec<usize> = pending.drain(..take).map(|(_, i)| i).collect();
-        let ambiguous = !pending.is_empty() && {
-            let mut phases = chosen
-                .iter()
-                .chain(pending.iter().map(|(_, i)| i))
-                .map(|i| cands[*i].phase);
-            phases
-                .next()
-                .is_some_and(|first| phases.any(|p| p != first))
-        };
-        if ambiguous {
-            for &(_, i) in &pending {
-                floating[i] = true;
-            }
-        }
+        // Passed over in an earlier ambiguous interval (read before this
+        // interval's choice can move the mark).
+        let floating = pending.float_below;
+        let (chosen, ambiguous) = pending.choose(a.t, b.t, k, next);
         unattributed += (k - chosen.len()) as u64;
         let dsum = match (a.sum, b.sum) {
             (Some(x), Some(y)) => y - x,
@@ -1279,7 +1360,7 @@ fn attribute(
                 lo,
                 hi,
                 le,
-                uncertain: ambiguous || mixed_here || cand.is_some_and(|i| floating[i]),
+                uncertain: ambiguous || mixed_here || cand.is_some_and(|i| i < floating),
             });
         }
     }
@@ -1402,5 +1483,123 @@ mod tests {
         assert_eq!(e.deviation(6.0), 0.0);
         assert_eq!(e.deviation(8.0), 1.0);
         assert_eq!(e.deviation(3.0), -2.0);
+    }
+
+    /// The selection as first written (a vector of all pending candidates,
+    /// ranked again in every interval, and a flag per candidate): for each
+    /// interval with increments, the chosen candidates in order, whether the
+    /// choice was ambiguous and which chosen ones had been passed over in an
+    /// ambiguous interval; and how many stay pending.
+    #[allow(clippy::type_complexity)]
+    fn reference_choices(
+        cands: &[Candidate],
+        slack: u64,
+        intervals: &[(u64, u64, usize)],
+    ) -> (Vec<(Vec<usize>, bool, Vec<bool>)>, usize) {
+        let mut floating = vec![false; cands.len()];
+        let mut pending: Vec<(u64, usize)> = Vec::new();
+        let mut next = 0;
+        let mut out = Vec::new();
+        for &(a, b, k) in intervals {
+            while next < cands.len() && cands[next].earliest <= b {
+                pending.push((cands[next].event, next));
+                next += 1;
+            }
+            if k == 0 {
+                continue;
+            }
+            let rank = |e: u64| {
+                if e.saturating_add(slack) > a && e <= b.saturating_add(slack) {
+                    (0, e)
+                } else if e <= a {
+                    (1, e)
+                } else {
+                    (2, e)
+                }
+            };
+            let key = |&(e, i): &(u64, usize)| (rank(e), i);
+            let take = k.min(pending.len());
+            pending.sort_by_key(key);
+            let chosen: Vec<usize> = pending.drain(..take).map(|(_, i)| i).collect();
+            let mut phases = chosen
+                .iter()
+                .chain(pending.iter().map(|(_, i)| i))
+                .map(|i| cands[*i].phase);
+            let first = phases.next();
+            let ambiguous = !pending.is_empty() && phases.any(|p| Some(p) != first);
+            let was_floating = chosen.iter().map(|&i| floating[i]).collect();
+            if ambiguous {
+                for &(_, i) in &pending {
+                    floating[i] = true;
+                }
+            }
+            out.push((chosen, ambiguous, was_floating));
+        }
+        (out, pending.len())
+    }
+
+    #[test]
+    fn pending_candidates_are_chosen_as_the_first_selection_chose_them() {
+        // Random runs with heavy ties (few distinct times), both phases,
+        // intervals taking none, some, or more than are pending.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for _ in 0..3000 {
+            let n = rnd(60) as usize;
+            let spread = 1 + rnd(40);
+            let slack = rnd(4);
+            let mut cands: Vec<Candidate> = (0..n)
+                .map(|_| {
+                    let event = rnd(spread);
+                    let known = rnd(4) != 0;
+                    Candidate {
+                        earliest: if known {
+                            event.saturating_sub(slack)
+                        } else {
+                            event.saturating_sub(rnd(10))
+                        },
+                        event,
+                        phase: if rnd(5) == 0 {
+                            Phase::Warmup
+                        } else {
+                            Phase::Profiling
+                        },
+                    }
+                })
+                .collect();
+            cands.sort_unstable_by_key(|c| (c.earliest, c.event));
+            let mut t = rnd(5);
+            let intervals: Vec<(u64, u64, usize)> = (0..rnd(12))
+                .map(|_| {
+                    let a = t;
+                    t += rnd(8);
+                    (a, t, rnd(9) as usize)
+                })
+                .collect();
+            let (want, left) = reference_choices(&cands, slack, &intervals);
+            let mut pending = Pending::new(&cands, slack);
+            let mut next = 0;
+            let mut got = Vec::new();
+            for &(a, b, k) in &intervals {
+                while next < cands.len() && cands[next].earliest <= b {
+                    pending.add(next);
+                    next += 1;
+                }
+                if k == 0 {
+                    continue;
+                }
+                let floating = pending.float_below;
+                let (chosen, ambiguous) = pending.choose(a, b, k, next);
+                let was_floating = chosen.iter().map(|&i| i < floating).collect();
+                got.push((chosen, ambiguous, was_floating));
+            }
+            assert_eq!(got, want, "slack {slack}, intervals {intervals:?}");
+            assert_eq!(pending.len(), left);
+        }
     }
 }
