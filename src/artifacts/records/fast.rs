@@ -59,6 +59,13 @@ pub(super) fn parse(line: &str, line_no: u64, shapes: &mut Shapes) -> Option<Rec
     Some(rec)
 }
 
+impl Shapes {
+    /// Lines read through a shape so far.
+    pub(super) fn hits(&self) -> u64 {
+        u64::from(self.hits)
+    }
+}
+
 /// Line shapes kept per block: two, so that a run whose lines alternate
 /// between two shapes (successes and errors, say) reads both through them.
 const LINE_SHAPES: usize = 2;
@@ -258,11 +265,12 @@ struct Learner<'a, 'k> {
 }
 
 impl Learner<'_, '_> {
-    /// Scans the value at the cursor with `scan` and makes it a `slot`.
-    fn slot(&mut self, slot: Slot, scan: impl FnOnce(&mut Self) -> Option<()>) -> Option<()> {
+    /// Scans the value at the cursor with `scan`, which says what slot it
+    /// is, and makes it one.
+    fn slot(&mut self, scan: impl FnOnce(&mut Self) -> Option<Slot>) -> Option<()> {
         self.s.ws();
         let at = self.s.i;
-        scan(self)?;
+        let slot = scan(self)?;
         let before = &self.s.b[self.from..at];
         self.shape.between.extend_from_slice(before);
         let to = u32::try_from(self.shape.between.len()).ok()?;
@@ -271,16 +279,13 @@ impl Learner<'_, '_> {
         Some(())
     }
 
-    /// The form of the number at the cursor.
-    fn form(&mut self) -> Form {
-        let at = self.s.i;
-        let form = match self.s.number() {
-            Some((_, true)) => Form::Integer,
-            Some((t, false)) if !t.starts_with('-') && !t.contains(['e', 'E']) => Form::Decimal,
+    /// The number at the cursor, scanned, and the form it has.
+    fn number_form(&mut self) -> Option<Form> {
+        Some(match self.s.number()? {
+            (_, true) => Form::Integer,
+            (t, false) if !t.starts_with('-') && !t.contains(['e', 'E']) => Form::Decimal,
             _ => Form::Other,
-        };
-        self.s.i = at;
-        form
+        })
     }
 
     /// A number (or, for an optional field, null: part of the shape).
@@ -288,7 +293,7 @@ impl Learner<'_, '_> {
         if self.s.null() {
             return Some(());
         }
-        self.slot(slot, |l| l.s.number().map(drop))
+        self.slot(|l| l.s.number().map(|_| slot))
     }
 
     /// A string (or null, part of the shape).
@@ -296,7 +301,7 @@ impl Learner<'_, '_> {
         if self.s.null() {
             return Some(());
         }
-        self.slot(slot, |l| l.s.string().map(drop))
+        self.slot(|l| l.s.string().map(|_| slot))
     }
 
     /// An object `depth` containers deep, calling `field` after each key.
@@ -329,16 +334,13 @@ impl Learner<'_, '_> {
         self.s.ws();
         match self.s.peek()? {
             b'"' if strings_fixed => self.s.string().map(drop),
-            b'"' => self.slot(Slot::String, |l| l.s.string().map(drop)),
+            b'"' => self.slot(|l| l.s.string().map(|_| Slot::String)),
             b'{' => self.object(depth + 1, |l, _| l.value(depth + 1, strings_fixed)),
-            b'[' => self.slot(Slot::Array(depth), |l| l.s.skip(depth)),
+            b'[' => self.slot(|l| l.s.skip(depth).map(|_| Slot::Array(depth))),
             b't' => self.s.literal(b"true"),
             b'f' => self.s.literal(b"false"),
             b'n' => self.s.literal(b"null"),
-            _ => {
-                let form = self.form();
-                self.slot(Slot::Number(form), |l| l.s.number().map(drop))
-            }
+            _ => self.slot(|l| l.number_form().map(Slot::Number)),
         }
     }
 
@@ -350,7 +352,7 @@ impl Learner<'_, '_> {
             "request_ack_ns" => l.number(Slot::RequestAck),
             "phase_index" => l.number(Slot::PhaseIndex),
             "turn_index" => l.number(Slot::TurnIndex),
-            "benchmark_phase" => l.slot(Slot::Phase, |l| l.s.string().map(drop)),
+            "benchmark_phase" => l.slot(|l| l.s.string().map(|_| Slot::Phase)),
             "conversation_id" => l.string(Slot::ConversationId),
             "x_request_id" => l.string(Slot::XRequestId),
             "was_cancelled" => {
@@ -378,8 +380,7 @@ impl Learner<'_, '_> {
                     match l.s.peek()? {
                         b'n' => l.s.literal(b"null"),
                         b'-' | b'0'..=b'9' => {
-                            let form = l.form();
-                            l.slot(Slot::Metric(m, form), |l| l.s.number().map(drop))
+                            l.slot(|l| l.number_form().map(|f| Slot::Metric(m, f)))
                         }
                         // An array where the record keeps a number: the
                         // next line could put a number there.
@@ -523,9 +524,7 @@ impl<'a, 'k> Scanner<'a, 'k> {
             .then(|| self.i += word.len())
     }
 
-    /// Eats ASCII digits, sixteen at a time; how many. (Almost every number
-    /// of a record has fewer than sixteen digits before and after its point,
-    /// so the loop almost never goes round and its exit is predicted.)
+    /// Eats ASCII digits, eight at a time; how many.
     #[inline(always)]
     fn digits(&mut self) -> usize {
         let b = self.b;
