@@ -1,6 +1,7 @@
 //! Times loading `profile_export.jsonl` (read and parse, no checks) on one
 //! core and on the whole pool, best of five each: the reader's own speed,
-//! for work on the record scanner.
+//! for work on the record scanner; and says how many records the line
+//! shapes read.
 //!
 //!     cargo run --release --example load_times -- RUN_DIR [one]
 //!
@@ -47,6 +48,12 @@ fn main() {
     out!(
         "one core   {t1:.3} s  {:.2} GB/s  {n} records",
         bytes / t1 / 1e9
+    );
+    let read = records::read(&path).expect("reads");
+    out!(
+        "read through a line shape: {} of {} records",
+        read.through_shapes,
+        read.records.len()
     );
     if std::env::args().nth(2).as_deref() == Some("one") {
         return;

@@ -451,6 +451,10 @@ pub struct RecordsRead {
     pub lines: u64,
     /// Bytes read.
     pub bytes: u64,
+    /// Records read through a line shape the lines before taught, not by
+    /// the record scanner or serde (for `examples/load_times.rs`: how much of
+    /// a file the fast path covers).
+    pub through_shapes: u64,
 }
 
 // A `Record` is a few hundred bytes; boxing it would cost an allocation per
@@ -640,7 +644,6 @@ pub fn read_sized(input: &mut (dyn Read + Send), size: Option<u64>) -> io::Resul
         merge: Merge::default(),
         waiting: BTreeMap::new(),
         next_seq: 0,
-        bytes_seen: 0,
         size,
     });
     // Every worker of the pool takes the next block under the lock, reads it
@@ -695,7 +698,6 @@ struct Merging {
     waiting: BTreeMap<u64, (u64, Parsed)>,
     /// The block merged next.
     next_seq: u64,
-    bytes_seen: u64,
     /// The input's size, if known (see [`read_sized`]).
     size: Option<u64>,
 }
@@ -706,13 +708,13 @@ impl Merging {
         self.waiting.insert(seq, (len, parsed));
         while let Some((len, parsed)) = self.waiting.remove(&self.next_seq) {
             self.next_seq += 1;
-            self.bytes_seen += len;
-            let before = self.merge.out.records.len();
             self.merge.add(parsed);
             let records = &mut self.merge.out.records;
+            // After the first block, size the records from its bytes per
+            // record.
             if self.next_seq == 1 {
-                if let Some(size) = self.size.filter(|_| records.len() > before) {
-                    let per_record = self.bytes_seen as f64 / records.len() as f64;
+                if let Some(size) = self.size.filter(|_| !records.is_empty()) {
+                    let per_record = len as f64 / records.len() as f64;
                     let estimate = (size as f64 / per_record.max(1.0) * 1.02) as usize + 64;
                     records.reserve(estimate.saturating_sub(records.len()));
                 }
@@ -760,6 +762,7 @@ impl Merge {
             r.line += first - 1;
         }
         self.out.records.append(&mut parsed.records);
+        self.out.through_shapes += parsed.through_shapes;
         for bad in parsed.bad {
             self.out.findings.push(bad_line_finding(
                 &bad.bytes,
@@ -980,6 +983,8 @@ struct Parsed {
     lines: u64,
     /// The block's [`Block::skipped_before`].
     skipped_before: u64,
+    /// Records read through a line shape.
+    through_shapes: u64,
 }
 
 /// A line that is not a record, kept until its number is known.
@@ -1028,6 +1033,7 @@ fn parse_block(b: &Block) -> Parsed {
         start = next;
     }
     out.lines = line - 1;
+    out.through_shapes = shapes.hits();
     out
 }
 
@@ -1141,6 +1147,18 @@ mod tests {
         })
         .expect_err("fails");
         assert_eq!(err.to_string(), "disk on fire");
+    }
+
+    #[test]
+    fn records_read_through_a_shape_are_counted() {
+        // A sample run fits one block: its first warmup and first profiling
+        // lines teach the two shapes, the others are read through them.
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/sample-artifacts/runs/cold-tls/profile_export.jsonl"
+        );
+        let read = read(Path::new(path)).expect("sample run");
+        assert_eq!(read.through_shapes, read.records.len() as u64 - 2);
     }
 
     #[test]
