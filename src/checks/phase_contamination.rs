@@ -15,7 +15,8 @@
 //! Why it matters: a warmup observation counted in profiling inflates counts,
 //! sums, averages and percentile estimates, silently (seed 000).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -1176,8 +1177,8 @@ struct Pending<'c> {
     /// Pending, not late yet, as (event, index).
     fresh: Vec<(u64, usize)>,
     /// Pending and late, smallest (event, index) first.
-    late: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>>,
-    /// Pending candidates of each phase (warmup, profiling).
+    late: BinaryHeap<Reverse<(u64, usize)>>,
+    /// Pending candidates of each phase, by `Phase as usize`.
     per_phase: [usize; 2],
     /// Candidates below this index that are still pending were passed over
     /// in an ambiguous interval: whichever increment such a candidate gets
@@ -1192,22 +1193,15 @@ impl<'c> Pending<'c> {
             cands,
             slack,
             fresh: Vec::new(),
-            late: std::collections::BinaryHeap::new(),
+            late: BinaryHeap::new(),
             per_phase: [0; 2],
             float_below: 0,
         }
     }
 
-    fn phase_slot(p: Phase) -> usize {
-        match p {
-            Phase::Warmup => 0,
-            Phase::Profiling => 1,
-        }
-    }
-
     fn add(&mut self, i: usize) {
         self.fresh.push((self.cands[i].event, i));
-        self.per_phase[Self::phase_slot(self.cands[i].phase)] += 1;
+        self.per_phase[self.cands[i].phase as usize] += 1;
     }
 
     fn len(&self) -> usize {
@@ -1224,7 +1218,7 @@ impl<'c> Pending<'c> {
         self.fresh.retain(|&(e, i)| {
             let is_late = e.saturating_add(slack) <= a;
             if is_late {
-                late.push(std::cmp::Reverse((e, i)));
+                late.push(Reverse((e, i)));
             }
             !is_late
         });
@@ -1244,7 +1238,7 @@ impl<'c> Pending<'c> {
         let mut chosen: Vec<usize> = self.fresh[..on_time].iter().map(|&(_, i)| i).collect();
         while chosen.len() < take {
             match self.late.pop() {
-                Some(std::cmp::Reverse((_, i))) => chosen.push(i),
+                Some(Reverse((_, i))) => chosen.push(i),
                 None => break,
             }
         }
@@ -1253,12 +1247,12 @@ impl<'c> Pending<'c> {
         chosen.extend(self.fresh[on_time..from_fresh].iter().map(|&(_, i)| i));
         self.fresh.drain(..from_fresh);
         for &i in &chosen {
-            self.per_phase[Self::phase_slot(self.cands[i].phase)] -= 1;
+            self.per_phase[self.cands[i].phase as usize] -= 1;
         }
         let ambiguous = self.len() > 0 && {
             let mut seen = [false; 2];
             for &i in &chosen {
-                seen[Self::phase_slot(self.cands[i].phase)] = true;
+                seen[self.cands[i].phase as usize] = true;
             }
             for (s, &n) in seen.iter_mut().zip(&self.per_phase) {
                 *s |= n > 0;
