@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Makes a run directory where phase attribution has the most pending work:
 the records of a sample run repeated RECORDS times over, each copy shifted in
-time after the one before (a long run), and a raw-scrape file
-(server_metrics_export.jsonl) of SCRAPES scrapes over the whole run in which
-the server's histograms counted only a tenth of the requests that had
+time after the one before (a long run; see make_big_run.py), and a raw-scrape
+file (server_metrics_export.jsonl) of SCRAPES scrapes over the whole run in
+which the server's histograms counted only a tenth of the requests that had
 completed. Nine requests in ten then wait for an observation that never
 comes: a timing case for the attribution, not a realistic run.
 
@@ -18,39 +18,16 @@ import os
 import shutil
 import sys
 
-TIMES = ("credit_issued_ns", "request_start_ns", "request_ack_ns", "request_end_ns")
+from make_big_run import copy_artifacts, write_records
 
 
 def main(src, out, n_records=100_000, n_scrapes=2000):
     shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
-    for name in os.listdir(src):
-        p = os.path.join(src, name)
-        if os.path.isfile(p) and name not in ("profile_export.jsonl", "server_metrics_export.jsonl"):
-            shutil.copy(p, os.path.join(out, name))
+    copy_artifacts(src, out, {"profile_export.jsonl", "server_metrics_export.jsonl"})
+    ends = sorted(write_records(src, os.path.join(out, "profile_export.jsonl"),
+                                count=n_records, shift=True))
     with open(os.path.join(src, "profile_export.jsonl")) as f:
-        records = [json.loads(line) for line in f if line.strip()]
-    t0 = min(r["metadata"]["request_start_ns"] for r in records)
-    span = max(r["metadata"]["request_end_ns"] for r in records) - t0 + 1000
-    ends = []
-    n = copy_no = 0
-    with open(os.path.join(out, "profile_export.jsonl"), "w") as f:
-        while n < n_records:
-            for r in records:
-                m = dict(r["metadata"])
-                for k in TIMES:
-                    if m.get(k) is not None:
-                        m[k] += copy_no * span
-                m["x_request_id"] = f"{n:08x}-0000-4000-8000-{n:012x}"
-                m["session_num"] = n
-                m["conversation_id"] = f"session_{n:09d}"
-                ends.append(m["request_end_ns"])
-                f.write(json.dumps({**r, "metadata": m}, separators=(",", ":")) + "\n")
-                n += 1
-                if n >= n_records:
-                    break
-            copy_no += 1
-    ends.sort()
+        t0 = min(json.loads(line)["metadata"]["request_start_ns"] for line in f if line.strip())
     with open(os.path.join(src, "server_metrics_export.jsonl")) as f:
         scrapes = [json.loads(line) for line in f if line.strip()]
     first, last = scrapes[0], scrapes[-1]
@@ -72,7 +49,7 @@ def main(src, out, n_records=100_000, n_scrapes=2000):
                             x["sum"] *= scale
                         x["count"] = count
             f.write(json.dumps(s) + "\n")
-    print(f"{out}: {n} records, {n_scrapes} scrapes", file=sys.stderr)
+    print(f"{out}: {n_records} records, {n_scrapes} scrapes", file=sys.stderr)
 
 
 if __name__ == "__main__":
