@@ -6,6 +6,11 @@
 //!     cargo run --release --example load_times -- RUN_DIR [one]
 //!
 //! With `one`, only the one-core time (for A/B runs of two builds).
+// The binary's allocator, so the example measures what the binary does.
+#[allow(unsafe_code, dead_code)]
+#[path = "../src/alloc.rs"]
+mod alloc;
+
 use std::io::Write;
 use std::time::Instant;
 
@@ -13,7 +18,7 @@ use artifact_check::artifacts::records;
 
 /// The binary's allocator, so the times are the binary's.
 #[global_allocator]
-static ALLOC: artifact_check::alloc::HugePages = artifact_check::alloc::HugePages;
+static ALLOC: alloc::HugePages = alloc::HugePages;
 
 /// `println!` that stops quietly when stdout is closed (piped into `head`).
 macro_rules! out {
@@ -34,7 +39,7 @@ fn best_of_five(f: impl Fn() -> usize) -> (f64, usize) {
 }
 
 fn main() {
-    artifact_check::alloc::configure();
+    alloc::configure();
     let dir = std::env::args().nth(1).expect("usage: load_times RUN_DIR");
     let path = std::path::Path::new(&dir).join(records::FILE);
     let bytes = std::fs::metadata(&path).expect("records file").len() as f64;

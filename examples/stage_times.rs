@@ -3,6 +3,11 @@
 //! one walk over the record vector costs.
 //!
 //!     cargo run --release --example stage_times -- RUN_DIR
+// The binary's allocator, so the example measures what the binary does.
+#[allow(unsafe_code, dead_code)]
+#[path = "../src/alloc.rs"]
+mod alloc;
+
 use std::io::Write;
 use std::time::Instant;
 
@@ -19,10 +24,10 @@ macro_rules! out {
 
 /// The binary's allocator, so the times are the binary's.
 #[global_allocator]
-static ALLOC: artifact_check::alloc::HugePages = artifact_check::alloc::HugePages;
+static ALLOC: alloc::HugePages = alloc::HugePages;
 
 fn main() {
-    artifact_check::alloc::configure();
+    alloc::configure();
     let dir = std::env::args().nth(1).expect("usage: stage_times RUN_DIR");
     let dir = std::path::Path::new(&dir);
     let settings = Settings::default();

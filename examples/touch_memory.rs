@@ -5,9 +5,12 @@
 //! the host has taken back (a VM with free page reporting).
 //!
 //!     cargo run --release --example touch_memory -- MB [4k|huge]
-use std::time::Instant;
+// The binary's allocator, so the example measures what the binary does.
+#[allow(unsafe_code, dead_code)]
+#[path = "../src/alloc.rs"]
+mod alloc;
 
-use artifact_check::alloc;
+use std::time::Instant;
 
 #[global_allocator]
 static ALLOC: alloc::HugePages = alloc::HugePages;

@@ -104,22 +104,28 @@ fn advise(ptr: *mut u8, size: usize) {
 // returns its result unchanged; `advise` only changes page backing.
 unsafe impl GlobalAlloc for HugePages {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, which
+        // is `System.alloc`'s.
         let p = unsafe { System.alloc(layout) };
         advise(p, layout.size());
         p
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`.
         let p = unsafe { System.alloc_zeroed(layout) };
         advise(p, layout.size());
         p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from this allocator, i.e. from `System`, with
+        // `layout` (the caller's contract).
         unsafe { System.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: as for `dealloc`, plus `new_size`'s contract, the caller's.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         advise(p, new_size);
         p
@@ -133,9 +139,11 @@ mod tests {
     /// Allocates through [`HugePages`] (not the test binary's allocator).
     fn with_layout<R>(size: usize, f: impl FnOnce(*mut u8) -> R) -> R {
         let layout = Layout::from_size_align(size, 64).unwrap();
+        // SAFETY: a non-zero size and a valid alignment.
         let p = unsafe { HugePages.alloc_zeroed(layout) };
         assert!(!p.is_null());
         let r = f(p);
+        // SAFETY: `p` was allocated just above with `layout`.
         unsafe { HugePages.dealloc(p, layout) };
         r
     }
@@ -144,8 +152,10 @@ mod tests {
     fn large_and_small_allocations_keep_their_contents() {
         for size in [1, 4095, LARGE - 1, LARGE, 3 * LARGE + 17] {
             let layout = Layout::from_size_align(size, 64).unwrap();
+            // SAFETY: a non-zero size and a valid alignment.
             let p = unsafe { HugePages.alloc_zeroed(layout) };
             assert!(!p.is_null());
+            // SAFETY: `p` holds `size` initialised (zeroed) bytes we own.
             let bytes = unsafe { std::slice::from_raw_parts_mut(p, size) };
             assert!(bytes.iter().all(|&b| b == 0), "alloc_zeroed of {size}");
             for (i, b) in bytes.iter_mut().enumerate() {
@@ -154,15 +164,21 @@ mod tests {
             // Grow across the threshold and shrink below it: realloc keeps
             // the common prefix.
             let grown = size * 2 + LARGE;
+            // SAFETY: `p` came from this allocator with `layout`.
             let q = unsafe { HugePages.realloc(p, layout, grown) };
             assert!(!q.is_null());
+            // SAFETY: realloc kept the first `size` bytes, all initialised.
             let kept = unsafe { std::slice::from_raw_parts(q, size) };
             assert!(kept.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
             let big = Layout::from_size_align(grown, 64).unwrap();
+            // SAFETY: `q` came from this allocator with layout `big`.
             let r = unsafe { HugePages.realloc(q, big, size.min(100)) };
+            // SAFETY: the shrunk block keeps its first `size.min(100)` bytes.
             let kept = unsafe { std::slice::from_raw_parts(r, size.min(100)) };
             assert!(kept.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
-            unsafe { HugePages.dealloc(r, Layout::from_size_align(size.min(100), 64).unwrap()) };
+            let small = Layout::from_size_align(size.min(100), 64).unwrap();
+            // SAFETY: `r` came from this allocator with layout `small`.
+            unsafe { HugePages.dealloc(r, small) };
         }
     }
 

@@ -12,8 +12,11 @@
 //! does the printing and maps [`Report::exit_code`] to the process status.
 
 #![warn(missing_docs)]
+// No unsafe code in the library; the one unsafe module is the binary's
+// allocator (src/alloc.rs, declared in main.rs).
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
-pub mod alloc;
 pub mod artifacts;
 pub mod checks;
 pub mod claims;

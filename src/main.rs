@@ -1,6 +1,15 @@
 //! The `artifact-check` binary: parses arguments, runs the library, prints
 //! the report and maps the outcome to an exit code (0, 1, 2; see --help).
 
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+// The binary's allocator (huge pages for large allocations) is the only
+// unsafe code of the crate; it is the binary's, not the library's, as in
+// ripgrep's main.rs.
+#[allow(unsafe_code)]
+mod alloc;
+
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -13,10 +22,10 @@ use artifact_check::report::{self, Format};
 use artifact_check::{clean, EXIT_ERROR};
 
 #[global_allocator]
-static ALLOC: artifact_check::alloc::HugePages = artifact_check::alloc::HugePages;
+static ALLOC: alloc::HugePages = alloc::HugePages;
 
 fn main() -> ExitCode {
-    artifact_check::alloc::configure();
+    alloc::configure();
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Clean(args)) => run_clean(&args),
