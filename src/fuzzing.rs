@@ -1,15 +1,51 @@
 //! Entry points shared by the fuzz targets (`tests/fuzz/`) and their
 //! regression test (`tests/fuzz_regressions.rs`), so a crash input found by
-//! the fuzzer is replayed through exactly the same code in CI. Each must
-//! return normally on any input: problems are findings, never panics.
+//! the fuzzer is replayed through exactly the same code in CI. Built only
+//! with the `fuzzing` feature: these are test hooks, not an API.
+//!
+//! Each returns normally on any input (problems are findings, never panics)
+//! and checks what must hold whatever the input: a panic here is either a
+//! crash of the reader or a broken invariant, and both are bugs.
 
 use std::io::Write;
 
 use crate::artifacts::{records, scrapes, server_metrics, summary};
+use crate::findings::{Finding, Severity};
+use crate::RunStatus;
 
-/// `profile_export.jsonl` bytes through the streaming reader.
+/// A finding about a line of `file` names that file and a line in
+/// `1..=lines`.
+fn assert_located(findings: &[Finding], file: &str, lines: u64) {
+    for f in findings {
+        assert_eq!(f.file.as_deref(), Some(file), "{f:?}");
+        if let Some(line) = f.line {
+            assert!(
+                (1..=lines.max(1)).contains(&line),
+                "line {line} of {lines}: {f:?}"
+            );
+        }
+    }
+}
+
+/// `profile_export.jsonl` bytes through the streaming reader: records and
+/// bad lines never outnumber the lines, records come in file order, and
+/// every finding names the file and a line of it.
 pub fn records_jsonl(data: &[u8]) {
-    let _ = records::read_from(&mut &data[..]);
+    let Ok(read) = records::read_from(&mut &data[..]) else {
+        return;
+    };
+    let lines = read.lines;
+    assert!(
+        read.records.len() as u64 <= lines,
+        "{} records of {lines} lines",
+        read.records.len()
+    );
+    assert!(
+        read.records.windows(2).all(|w| w[0].line < w[1].line),
+        "records out of file order"
+    );
+    assert!(read.records.iter().all(|r| (1..=lines).contains(&r.line)));
+    assert_located(&read.findings, records::FILE, lines);
 }
 
 /// One `profile_export.jsonl` line through the fast record scanner and the
@@ -22,27 +58,39 @@ pub fn record_fast_path(data: &[u8]) {
 }
 
 /// `server_metrics_export.json` bytes through its typed reader and the
-/// prefix-cache formulas.
+/// prefix-cache formulas: a rate, when defined, is a fraction.
 pub fn server_metrics_json(data: &[u8]) {
     if let Ok(e) = serde_json::from_slice::<server_metrics::ServerMetricsExport>(data) {
-        let _ = crate::checks::prefix_cache::server_rates(&e.metrics);
+        for r in crate::checks::prefix_cache::server_rates(&e.metrics) {
+            if let Some(rate) = r.hit_rate {
+                assert!((0.0..=1.0).contains(&rate), "{r:?}");
+            }
+        }
     }
 }
 
-/// `profile_export_aiperf.json` bytes through its reader.
+/// `profile_export_aiperf.json` bytes through its reader: an error names
+/// where it is.
 pub fn summary_json(data: &[u8]) {
-    let _ = summary::Summary::parse(data);
+    if let Err((path, msg)) = summary::Summary::parse(data) {
+        assert!(path.is_some() || !msg.is_empty());
+    }
 }
 
 /// `server_metrics_export.jsonl` bytes through the raw-scrape reader.
 pub fn scrapes_jsonl(data: &[u8]) {
-    let _ = scrapes::read_from(data);
+    let Ok(read) = scrapes::read_from(data) else {
+        return;
+    };
+    let lines = data.iter().filter(|b| **b == b'\n').count() as u64 + 1;
+    assert!(read.scrapes.len() as u64 <= lines);
+    assert_located(&read.findings, scrapes::FILE, lines);
 }
 
 /// A whole run: the input is split at the first two `\0` bytes into the
 /// records, the server-metrics export and the raw scrapes (the summary of a
 /// real sample run completes it), written to a temporary run directory and
-/// audited with every check.
+/// audited with every check. The verdict must follow the findings.
 pub fn whole_run(data: &[u8], summary_json: &[u8]) {
     let mut parts = data.splitn(3, |b| *b == 0);
     let (a, b, c) = (parts.next().unwrap_or(&[]), parts.next(), parts.next());
@@ -60,9 +108,21 @@ pub fn whole_run(data: &[u8], summary_json: &[u8]) {
         write(scrapes::FILE, c);
     }
     write(summary::FILE, summary_json);
-    let _ = crate::audit_run(
+    let run = crate::audit_run(
         dir.path(),
         &crate::config::Settings::default(),
         &Default::default(),
     );
+    let worst = run.findings.iter().map(|f| f.severity).max();
+    let expected = match worst {
+        _ if run.status == RunStatus::Error => RunStatus::Error,
+        Some(Severity::Error) => RunStatus::Fail,
+        Some(Severity::Warning) => RunStatus::Warn,
+        _ => RunStatus::Pass,
+    };
+    assert_eq!(run.status, expected, "{:?}", run.findings);
+    for f in &run.findings {
+        assert!(!f.message.is_empty(), "{f:?}");
+        assert!(f.effect.iter().all(|e| e.value.is_finite()), "{f:?}");
+    }
 }

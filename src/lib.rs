@@ -26,6 +26,7 @@ pub mod config;
 pub mod discover;
 pub mod findings;
 pub mod frameworks;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod model;

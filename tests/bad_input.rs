@@ -278,20 +278,54 @@ fn unrealised_configured_requests_are_reported() {
     assert_eq!(f[0]["found"], 13);
 }
 
-/// Unreadable permissions (skipped when running as root, which reads anyway).
+/// Unreadable permissions. Root reads anyway, so as root (CI) the binary
+/// runs as `nobody` through `setpriv`; the run's other files stay readable.
 #[cfg(unix)]
 #[test]
 fn unreadable_permissions_are_an_error_naming_the_file() {
-    use std::os::unix::fs::PermissionsExt;
-    let (_t, dir) = copy_run("clean");
-    let p = dir.join(JSONL);
-    fs::set_permissions(&p, fs::Permissions::from_mode(0o000)).expect("chmod");
-    if fs::read(&p).is_ok() {
-        return; // root ignores permissions; nothing to test here
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let (t, dir) = copy_run("clean");
+    let open_up = |p: &Path, mode| fs::set_permissions(p, fs::Permissions::from_mode(mode));
+    open_up(t.path(), 0o755).expect("chmod");
+    for e in fs::read_dir(&dir).expect("list") {
+        let p = e.expect("entry").path();
+        open_up(&p, if p.is_dir() { 0o755 } else { 0o644 }).expect("chmod");
     }
-    let (run, code) = audit(&dir);
-    assert_eq!(code, 2);
-    assert_eq!(findings(&run, "unreadable-file")[0]["file"], JSONL);
+    open_up(&dir, 0o755).expect("chmod");
+    let p = dir.join(JSONL);
+    open_up(&p, 0o000).expect("chmod");
+    let bin = assert_cmd::cargo::cargo_bin("artifact-check");
+    let as_root = fs::metadata(&p).expect("stat").uid() == 0;
+    let mut cmd = if as_root {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin);
+        c
+    } else {
+        std::process::Command::new(&bin)
+    };
+    let out = cmd
+        .args(["--format", "json"])
+        .arg(&dir)
+        .output()
+        .expect("runs");
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    let run = &report["runs"][0];
+    assert_eq!(out.status.code(), Some(2));
+    let f = findings(run, "unreadable-file");
+    assert_eq!(f.len(), 1, "{run}");
+    assert_eq!(f[0]["file"], JSONL);
+    assert!(f[0]["message"]
+        .as_str()
+        .unwrap_or("")
+        .contains("ermission denied"));
+    // The rest of the run was still read.
+    assert!(run["checks"]["artifacts"]["files_read"]
+        .as_array()
+        .expect("files_read")
+        .iter()
+        .any(|f| f == "profile_export_aiperf.json"));
 }
 
 /// A symlink out of the run directory is followed but reported.

@@ -1,6 +1,7 @@
 //! Every input the fuzzers found a crash with (tests/fuzz/regressions/<target>/)
-//! is replayed through the same entry point; none may panic. Also a smoke
-//! over the sample runs' own files, so the harness itself is exercised.
+//! is replayed through the same entry point, which checks the invariants of
+//! `artifact_check::fuzzing` (a panic is a failure). Also the sample runs'
+//! own files, so the harness itself is exercised on real input.
 
 mod common;
 
@@ -9,35 +10,43 @@ use std::fs;
 use artifact_check::fuzzing;
 use common::*;
 
-fn replay(target: &str, entry: &dyn Fn(&[u8])) -> usize {
-    let dir = root().join("tests/fuzz/regressions").join(target);
-    let mut n = 0;
-    if let Ok(entries) = fs::read_dir(&dir) {
-        for e in entries {
-            let path = e.expect("entry").path();
-            let data = fs::read(&path).expect("read");
-            entry(&data);
-            n += 1;
-        }
-    }
-    n
-}
+/// A fuzz target's name and its entry point.
+type Target<'a> = (&'static str, &'a dyn Fn(&[u8]));
 
 fn summary_bytes() -> Vec<u8> {
     fs::read(run_dir("late-warmup").join("profile_export_aiperf.json")).expect("summary")
 }
 
 #[test]
-fn fuzz_regressions_do_not_panic() {
+fn fuzz_regressions_replay_without_a_broken_invariant() {
     let summary = summary_bytes();
-    let mut total = 0;
-    total += replay("records_jsonl", &fuzzing::records_jsonl);
-    total += replay("record_fast_path", &fuzzing::record_fast_path);
-    total += replay("server_metrics_json", &fuzzing::server_metrics_json);
-    total += replay("summary_json", &fuzzing::summary_json);
-    total += replay("scrapes_jsonl", &fuzzing::scrapes_jsonl);
-    total += replay("whole_run", &|d| fuzzing::whole_run(d, &summary));
-    eprintln!("replayed {total} regression input(s)");
+    let targets: [Target; 6] = [
+        ("records_jsonl", &fuzzing::records_jsonl),
+        ("record_fast_path", &fuzzing::record_fast_path),
+        ("server_metrics_json", &fuzzing::server_metrics_json),
+        ("summary_json", &fuzzing::summary_json),
+        ("scrapes_jsonl", &fuzzing::scrapes_jsonl),
+        ("whole_run", &|d| fuzzing::whole_run(d, &summary)),
+    ];
+    let dir = root().join("tests/fuzz/regressions");
+    let mut replayed = 0;
+    for entry in fs::read_dir(&dir).expect("tests/fuzz/regressions exists") {
+        let target_dir = entry.expect("entry").path();
+        let name = target_dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("");
+        let (_, replay) = targets
+            .iter()
+            .find(|(t, _)| *t == name)
+            .unwrap_or_else(|| panic!("regressions/{name} is no fuzz target"));
+        for input in fs::read_dir(&target_dir).expect("list") {
+            let path = input.expect("entry").path();
+            replay(&fs::read(&path).expect("read"));
+            replayed += 1;
+        }
+    }
+    assert!(replayed > 0, "no regression input under {}", dir.display());
 }
 
 #[test]

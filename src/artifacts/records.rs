@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::findings::{Code, Finding};
 
 mod fast;
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub use fast::{assert_agrees, assert_agrees_lines};
 

@@ -1069,14 +1069,14 @@ fn phase(name: &str) -> Option<Phase> {
 
 /// The fast path against the serde path on one line (tests and fuzzing):
 /// panics if the fast path accepts a line and builds a different record.
-#[doc(hidden)]
+#[cfg(any(test, feature = "fuzzing"))]
 pub fn assert_agrees(line: &str) {
     agrees_in(line, &mut Shapes::default());
 }
 
 /// [`assert_agrees`] for each line of `text`, with one key cache across the
 /// lines, as a block is read.
-#[doc(hidden)]
+#[cfg(any(test, feature = "fuzzing"))]
 pub fn assert_agrees_lines(text: &str) {
     let mut shapes = Shapes::default();
     for line in text.split('\n') {
@@ -1084,6 +1084,7 @@ pub fn assert_agrees_lines(text: &str) {
     }
 }
 
+#[cfg(any(test, feature = "fuzzing"))]
 fn agrees_in(line: &str, shapes: &mut Shapes) {
     let line = line.trim_ascii();
     if line.is_empty() {
