@@ -8,7 +8,7 @@
 //! tolerance-pct = 5.0           # relative; or `tolerance = 0.5` (absolute)
 //! ```
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -80,27 +80,69 @@ pub fn quantity(name: &str) -> Option<Quantity> {
     Some(Quantity::Record(metric, stat_of(stat)?))
 }
 
+/// A claims file that could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimsError {
+    /// The file could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not valid TOML, or an unknown key (the message names it and its line).
+    #[error("{}: {message}", path.display())]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message.
+        message: String,
+    },
+    /// A claim names no quantity this tool knows.
+    #[error(
+        "{}: unknown claim {name:?} (use <metric>.<mean|p50|p90|p99>, ttft_p99_ms, \
+         latency_p50_ms, itl_mean_ms, prefix_cache_hit_rate)",
+        path.display()
+    )]
+    UnknownClaim {
+        /// The file.
+        path: PathBuf,
+        /// The claim's name.
+        name: String,
+    },
+    /// A claim without a tolerance cannot be held to anything.
+    #[error("{}: claim {name:?} has no tolerance or tolerance-pct", path.display())]
+    NoTolerance {
+        /// The file.
+        path: PathBuf,
+        /// The claim's name.
+        name: String,
+    },
+}
+
 /// Reads a claims file; any unknown name or key is an error naming it.
-pub fn read(path: &Path) -> Result<Vec<Claim>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let file: ClaimsFile = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn read(path: &Path) -> Result<Vec<Claim>, ClaimsError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ClaimsError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let file: ClaimsFile = toml::from_str(&text).map_err(|e| ClaimsError::Syntax {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
     file.claim
         .into_iter()
         .map(|c| {
-            let quantity = quantity(&c.name).ok_or_else(|| {
-                format!(
-                    "{}: unknown claim {:?} (use <metric>.<mean|p50|p90|p99>, ttft_p99_ms, \
-                     latency_p50_ms, itl_mean_ms, prefix_cache_hit_rate)",
-                    path.display(),
-                    c.name
-                )
+            let quantity = quantity(&c.name).ok_or_else(|| ClaimsError::UnknownClaim {
+                path: path.to_path_buf(),
+                name: c.name.clone(),
             })?;
             if c.tolerance.is_none() && c.tolerance_pct.is_none() {
-                return Err(format!(
-                    "{}: claim {:?} has no tolerance or tolerance-pct",
-                    path.display(),
-                    c.name
-                ));
+                return Err(ClaimsError::NoTolerance {
+                    path: path.to_path_buf(),
+                    name: c.name,
+                });
             }
             Ok(Claim {
                 name: c.name,

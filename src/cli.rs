@@ -1,14 +1,15 @@
-//! Command-line arguments and their resolution into [`Settings`].
+//! Command-line arguments. Parsing only: the flags that are settings become
+//! a configuration [`Layer`], which [`crate::config::resolve`] puts over the
+//! file and the defaults.
 
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::builder::PossibleValuesParser;
+use clap::{Args, Parser, Subcommand};
 
-use crate::config::{find_config, read_config, FileConfig, Settings};
-use crate::findings::{Code, Severity};
-use crate::frameworks::ObservedAt;
+use crate::config::{ColdLayer, Layer, PhaseLayer, PrefixLayer};
 use crate::report::Format;
-use crate::CodeFilter;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -34,7 +35,7 @@ pub struct Cli {
 pub enum Command {
     /// Write the per-request table of the records worth keeping, and the
     /// statistics recomputed over them, into a new directory.
-    Clean(CleanArgs),
+    Clean(Box<CleanArgs>),
     /// List every finding code with its check, severity and meaning.
     Codes,
     /// Print the effective configuration (defaults, then the config file) as TOML.
@@ -58,8 +59,8 @@ pub struct AuditArgs {
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Exit 1 when a finding at or above this severity exists [default: error].
-    #[arg(long, value_enum)]
-    pub fail_on: Option<FailOn>,
+    #[arg(long, value_parser = PossibleValuesParser::new(["error", "warning", "info"]))]
+    pub fail_on: Option<String>,
     /// Configuration file [default: artifact-check.toml in the current
     /// directory or its nearest parent that has one].
     #[arg(long, value_name = "FILE")]
@@ -119,19 +120,15 @@ pub struct Thresholds {
     pub match_slack_ms: Option<f64>,
     /// phase_contamination: an extra request-scoped metric, NAME=arrival|first_token|completion
     /// (repeatable).
-    #[arg(long, value_name = "NAME=WHEN")]
-    pub request_scoped_metric: Vec<String>,
+    #[arg(long, value_name = "NAME=WHEN", value_parser = name_when)]
+    pub request_scoped_metric: Vec<(String, String)>,
 }
 
-/// `--fail-on`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FailOn {
-    /// Errors only.
-    Error,
-    /// Warnings and errors.
-    Warning,
-    /// Any finding.
-    Info,
+/// `NAME=WHEN` (WHEN is checked where the settings are resolved).
+fn name_when(spec: &str) -> Result<(String, String), String> {
+    spec.split_once('=')
+        .map(|(n, w)| (n.to_string(), w.to_string()))
+        .ok_or_else(|| format!("{spec:?}: expected NAME=WHEN"))
 }
 
 /// `artifact-check clean RUN --out DIR`.
@@ -157,149 +154,57 @@ pub struct CleanArgs {
     /// Replace existing files in DIR.
     #[arg(long)]
     pub force: bool,
+    /// Configuration file [default: artifact-check.toml in the current
+    /// directory or its nearest parent that has one].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Thresholds used to classify connections.
     #[command(flatten)]
     pub thresholds: Thresholds,
 }
 
 impl Thresholds {
-    /// Applies the given thresholds to `s`; an error names the bad value.
-    pub fn apply(&self, s: &mut Settings) -> Result<(), String> {
-        let non_negative = |flag: &str, v| crate::config::non_negative(&format!("--{flag}"), v);
-        if let Some(v) = non_negative("cold-dns-ms", self.cold_dns_ms)? {
-            s.cold.dns_ms = v;
+    /// The thresholds given, as a configuration layer.
+    pub fn layer(&self) -> Layer {
+        let cold = ColdLayer {
+            dns_ms: self.cold_dns_ms,
+            connect_ms: self.cold_connect_ms,
+            bias_pct: self.cold_bias_pct,
+            min_warm_records: self.min_warm_records,
+        };
+        let phase = PhaseLayer {
+            match_slack_ms: self.match_slack_ms,
+            request_scoped_metrics: (!self.request_scoped_metric.is_empty()).then(|| {
+                self.request_scoped_metric
+                    .iter()
+                    .cloned()
+                    .collect::<BTreeMap<_, _>>()
+            }),
+        };
+        let prefix = PrefixLayer {
+            gap_pp: self.cache_gap_pp,
+            client_summary_pp: self.client_summary_pp,
+            prompt_tokens_pct: self.prompt_tokens_pct,
+            prefill_overstatement_pct: self.prefill_overstatement_pct,
+        };
+        Layer {
+            cold_connections: (cold != ColdLayer::default()).then_some(cold),
+            phase_contamination: (phase != PhaseLayer::default()).then_some(phase),
+            prefix_cache: (prefix != PrefixLayer::default()).then_some(prefix),
+            ..Layer::default()
         }
-        if let Some(v) = non_negative("cold-connect-ms", self.cold_connect_ms)? {
-            s.cold.connect_ms = v;
-        }
-        if let Some(v) = non_negative("cold-bias-pct", self.cold_bias_pct)? {
-            s.cold.bias_pct = v;
-        }
-        if let Some(v) = self.min_warm_records {
-            s.cold.min_warm = v;
-        }
-        if let Some(v) = non_negative("cache-gap-pp", self.cache_gap_pp)? {
-            s.prefix.gap_pp = v;
-        }
-        if let Some(v) = non_negative("client-summary-pp", self.client_summary_pp)? {
-            s.prefix.client_summary_pp = v;
-        }
-        if let Some(v) = non_negative("prompt-tokens-pct", self.prompt_tokens_pct)? {
-            s.prefix.prompt_tokens_pct = v;
-        }
-        if let Some(v) = non_negative("prefill-overstatement-pct", self.prefill_overstatement_pct)?
-        {
-            s.prefix.prefill_overstatement_pct = v;
-        }
-        if let Some(v) = non_negative("match-slack-ms", self.match_slack_ms)? {
-            s.phase.match_slack_ms = v;
-        }
-        for spec in &self.request_scoped_metric {
-            let (name, when) = spec
-                .split_once('=')
-                .ok_or_else(|| format!("--request-scoped-metric {spec:?}: expected NAME=WHEN"))?;
-            let at = ObservedAt::parse(when).ok_or_else(|| {
-                format!("--request-scoped-metric {spec:?}: WHEN must be arrival, first_token or completion")
-            })?;
-            if name.is_empty() {
-                return Err(format!(
-                    "--request-scoped-metric {spec:?}: empty metric name"
-                ));
-            }
-            s.phase.extra_metrics.push((name.to_string(), at));
-        }
-        Ok(())
     }
-}
-
-fn parse_codes(flag: &str, codes: &[String]) -> Result<Vec<Code>, String> {
-    codes
-        .iter()
-        .filter(|c| !c.trim().is_empty())
-        .map(|c| {
-            Code::parse(c.trim()).ok_or_else(|| {
-                format!("--{flag}: unknown finding code {c:?} (see `artifact-check codes`)")
-            })
-        })
-        .collect()
-}
-
-/// Loads the configuration file: `explicit`, or the nearest
-/// `artifact-check.toml` from the current directory up. `None` when there is none.
-pub fn load_config(explicit: Option<&Path>) -> Result<Option<(PathBuf, FileConfig)>, String> {
-    let path = match explicit {
-        Some(p) => p.to_path_buf(),
-        None => {
-            let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
-            match find_config(&cwd) {
-                Some(p) => p,
-                None => return Ok(None),
-            }
-        }
-    };
-    read_config(&path).map(|c| Some((path, c)))
-}
-
-fn severity(name: &str) -> Result<Severity, String> {
-    match name {
-        "error" => Ok(Severity::Error),
-        "warning" => Ok(Severity::Warning),
-        "info" => Ok(Severity::Info),
-        other => Err(format!("fail-on: {other:?} is not error, warning or info")),
-    }
-}
-
-/// Defaults with the configuration file applied: the settings, the file (empty
-/// when there is none) and where it was found.
-pub fn settings_from_file(
-    explicit: Option<&Path>,
-) -> Result<(Settings, FileConfig, Option<PathBuf>), String> {
-    let mut s = Settings::default();
-    let (path, file) = match load_config(explicit)? {
-        Some((p, f)) => (Some(p), f),
-        None => (None, FileConfig::default()),
-    };
-    let at = |e: String| match &path {
-        Some(p) => format!("{}: {e}", p.display()),
-        None => e,
-    };
-    file.apply(&mut s).map_err(at)?;
-    if let Some(f) = &file.fail_on {
-        s.fail_on = severity(f).map_err(at)?;
-    }
-    for (flag, codes) in [("select", &file.select), ("ignore", &file.ignore)] {
-        parse_codes(flag, codes.as_deref().unwrap_or_default()).map_err(at)?;
-    }
-    Ok((s, file, path))
 }
 
 impl AuditArgs {
-    /// Resolves defaults, then the config file, then the flags, into the
-    /// settings and the code filter; an error is a usage error (exit 2).
-    pub fn resolve(&self) -> Result<(Settings, CodeFilter), String> {
-        let (mut s, file, _) = settings_from_file(self.config.as_deref())?;
-        if let Some(f) = self.fail_on {
-            s.fail_on = match f {
-                FailOn::Error => Severity::Error,
-                FailOn::Warning => Severity::Warning,
-                FailOn::Info => Severity::Info,
-            };
+    /// The flags that are settings, as a configuration layer.
+    pub fn layer(&self) -> Layer {
+        let list = |v: &Vec<String>| (!v.is_empty()).then(|| v.clone());
+        Layer {
+            fail_on: self.fail_on.clone(),
+            select: list(&self.select),
+            ignore: list(&self.ignore),
+            ..self.thresholds.layer()
         }
-        self.thresholds.apply(&mut s)?;
-        let pick = |flag: &Vec<String>, file: &Option<Vec<String>>| {
-            if flag.is_empty() {
-                file.clone().unwrap_or_default()
-            } else {
-                flag.clone()
-            }
-        };
-        if let Some(path) = &self.expect {
-            s.claims = crate::claims::read(path)?;
-        }
-        let filter = CodeFilter {
-            select: parse_codes("select", &pick(&self.select, &file.select))?,
-            ignore: parse_codes("ignore", &pick(&self.ignore, &file.ignore))?,
-        };
-        Ok((s, filter))
     }
 }

@@ -1,9 +1,22 @@
-//! Settings: every threshold and option of every check, with its default.
+//! Settings: every threshold and option of every check, with its default,
+//! and how they are resolved.
 //!
-//! [`Settings`] is the resolved form the checks read. Its defaults are the
-//! documented ones (`docs/checks.md`); the CLI overrides them field by field.
+//! Resolution is in layers, each a [`Layer`] (the shape of
+//! `artifact-check.toml`, every key optional): the defaults, then the
+//! configuration file (found by [`find_config`] or named with `--config`),
+//! then the command line's flags, each overriding the one before field by
+//! field. [`resolve`] validates every layer in its own terms (a file key or
+//! a flag name in the error) and returns the concrete [`Settings`] the checks
+//! read. Errors are [`ConfigError`]s naming the file and the key.
 
-use crate::findings::Severity;
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::findings::{Code, Severity};
+use crate::frameworks::ObservedAt;
 
 /// Thresholds of the `cold_connections` check.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,15 +44,24 @@ impl Default for ColdSettings {
 }
 
 /// Options of the `phase_contamination` check.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PhaseSettings {
     /// Extra request-scoped metrics (name, observed at `arrival`,
     /// `first_token` or `completion`), added to the built-in table.
-    pub extra_metrics: Vec<(String, crate::frameworks::ObservedAt)>,
+    pub extra_metrics: Vec<(String, ObservedAt)>,
     /// Slack (ms) when matching a scrape increment to the request whose
     /// event it records: client and server clocks and the scrape's own
     /// latency put the two a little apart.
     pub match_slack_ms: f64,
+}
+
+impl Default for PhaseSettings {
+    fn default() -> Self {
+        PhaseSettings {
+            extra_metrics: Vec::new(),
+            match_slack_ms: 20.0,
+        }
+    }
 }
 
 /// Thresholds of the `prefix_cache` check.
@@ -69,47 +91,105 @@ impl Default for PrefixSettings {
     }
 }
 
+/// Which findings are reported: `--select` / `--ignore`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CodeFilter {
+    /// When non-empty, only these codes are reported.
+    pub select: Vec<Code>,
+    /// These codes are never reported.
+    pub ignore: Vec<Code>,
+}
+
+impl CodeFilter {
+    /// Whether a finding with `code` is kept.
+    pub fn keeps(&self, code: Code) -> bool {
+        (self.select.is_empty() || self.select.contains(&code)) && !self.ignore.contains(&code)
+    }
+}
+
 /// Everything the checks and the report need.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
     /// Exit 1 when a finding at or above this severity exists.
     pub fail_on: Severity,
+    /// Which findings are reported.
+    pub filter: CodeFilter,
     /// `cold_connections`.
     pub cold: ColdSettings,
     /// `phase_contamination`.
     pub phase: PhaseSettings,
     /// `prefix_cache`.
     pub prefix: PrefixSettings,
-    /// Published claims to check (`--expect`).
-    pub claims: Vec<crate::claims::Claim>,
 }
 
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            fail_on: Severity::Error,
-            cold: ColdSettings::default(),
-            phase: PhaseSettings {
-                extra_metrics: Vec::new(),
-                match_slack_ms: 20.0,
-            },
-            prefix: PrefixSettings::default(),
-            claims: Vec::new(),
+/// A configuration that could not be used: what, where, and which key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A file could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// A file is not valid TOML or has an unknown key (the message names
+    /// the key and the line).
+    #[error("{}: {message}", path.display())]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message.
+        message: String,
+    },
+    /// A value is out of range or of the wrong kind.
+    #[error("{origin}{key}: {message}")]
+    Value {
+        /// Where the value came from.
+        origin: Origin,
+        /// The file key or the flag (`--cold-bias-pct`).
+        key: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The current directory, where the search for the file starts, is unknown.
+    #[error("cannot search for {CONFIG_FILE}: the current directory is unknown: {0}")]
+    CurrentDir(io::Error),
+}
+
+/// Where a setting came from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Origin {
+    /// A configuration file.
+    File(PathBuf),
+    /// The command line.
+    CommandLine,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::File(p) => write!(f, "{}: ", p.display()),
+            Origin::CommandLine => Ok(()),
         }
     }
 }
 
-// --- The configuration file ----------------------------------------------------------
+impl Origin {
+    /// How a key is named here: the file's `section.key`, or the flag.
+    fn key(&self, file_key: &str, flag: &str) -> String {
+        match self {
+            Origin::File(_) => file_key.to_string(),
+            Origin::CommandLine => format!("--{flag}"),
+        }
+    }
+}
 
-use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
-
-/// `artifact-check.toml`: every key optional, unknown keys rejected. Flags
-/// given on the command line win over the file; the file wins over defaults.
+/// One layer of configuration: the shape of `artifact-check.toml`, every key
+/// optional, unknown keys rejected. The command line's flags are a layer too.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct FileConfig {
+pub struct Layer {
     /// `error`, `warning` or `info`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fail_on: Option<String>,
@@ -121,20 +201,20 @@ pub struct FileConfig {
     pub ignore: Option<Vec<String>>,
     /// `cold_connections` thresholds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cold_connections: Option<ColdFile>,
+    pub cold_connections: Option<ColdLayer>,
     /// `phase_contamination` options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase_contamination: Option<PhaseFile>,
+    pub phase_contamination: Option<PhaseLayer>,
     /// `prefix_cache` thresholds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefix_cache: Option<PrefixFile>,
+    pub prefix_cache: Option<PrefixLayer>,
 }
 
 /// `[cold-connections]`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 #[allow(missing_docs)]
-pub struct ColdFile {
+pub struct ColdLayer {
     pub dns_ms: Option<f64>,
     pub connect_ms: Option<f64>,
     pub bias_pct: Option<f64>,
@@ -145,17 +225,17 @@ pub struct ColdFile {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 #[allow(missing_docs)]
-pub struct PhaseFile {
+pub struct PhaseLayer {
     pub match_slack_ms: Option<f64>,
     /// Metric name → `arrival`, `first_token` or `completion`.
-    pub request_scoped_metrics: Option<std::collections::BTreeMap<String, String>>,
+    pub request_scoped_metrics: Option<BTreeMap<String, String>>,
 }
 
 /// `[prefix-cache]`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 #[allow(missing_docs)]
-pub struct PrefixFile {
+pub struct PrefixLayer {
     pub gap_pp: Option<f64>,
     pub client_summary_pp: Option<f64>,
     pub prompt_tokens_pct: Option<f64>,
@@ -173,34 +253,119 @@ pub fn find_config(start: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Reads and parses a configuration file; the error names the file and key.
-pub fn read_config(path: &Path) -> Result<FileConfig, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+/// Reads and parses a configuration file.
+pub fn read_config(path: &Path) -> Result<Layer, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|e| ConfigError::Syntax {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })
 }
 
-/// A threshold must be a finite, non-negative number; the error names `key`.
-pub fn non_negative(key: &str, v: Option<f64>) -> Result<Option<f64>, String> {
-    match v {
-        Some(x) if !(x.is_finite() && x >= 0.0) => {
-            Err(format!("{key} must be a non-negative number, not {x}"))
+/// The file layer: `explicit`, or the nearest `artifact-check.toml` from the
+/// current directory up; `None` when there is none.
+pub fn load_config(explicit: Option<&Path>) -> Result<Option<(PathBuf, Layer)>, ConfigError> {
+    let path = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let cwd = std::env::current_dir().map_err(ConfigError::CurrentDir)?;
+            match find_config(&cwd) {
+                Some(p) => p,
+                None => return Ok(None),
+            }
         }
+    };
+    read_config(&path).map(|c| Some((path, c)))
+}
+
+/// The settings in force, and what they were resolved from.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The concrete settings.
+    pub settings: Settings,
+    /// The configuration file applied, if any.
+    pub file: Option<PathBuf>,
+}
+
+/// Defaults, then the configuration file (`explicit`, or the one found from
+/// the current directory up), then `flags`.
+pub fn resolve(explicit: Option<&Path>, flags: &Layer) -> Result<Resolved, ConfigError> {
+    let mut settings = Settings::default();
+    let file = match load_config(explicit)? {
+        Some((path, layer)) => {
+            layer.apply(&mut settings, &Origin::File(path.clone()))?;
+            Some(path)
+        }
+        None => None,
+    };
+    flags.apply(&mut settings, &Origin::CommandLine)?;
+    Ok(Resolved { settings, file })
+}
+
+/// A threshold must be a finite, non-negative number.
+fn threshold(
+    origin: &Origin,
+    file_key: &str,
+    flag: &str,
+    v: Option<f64>,
+) -> Result<Option<f64>, ConfigError> {
+    match v {
+        Some(x) if !(x.is_finite() && x >= 0.0) => Err(ConfigError::Value {
+            origin: origin.clone(),
+            key: origin.key(file_key, flag),
+            message: format!("must be a non-negative number, not {x}"),
+        }),
         v => Ok(v),
     }
 }
 
-impl FileConfig {
-    /// Applies the file's thresholds to `s` (not `fail-on`/`select`/`ignore`,
-    /// which the CLI resolves with its own flags).
-    pub fn apply(&self, s: &mut Settings) -> Result<(), String> {
+fn codes(origin: &Origin, key: &str, names: &[String]) -> Result<Vec<Code>, ConfigError> {
+    names
+        .iter()
+        .filter(|c| !c.trim().is_empty())
+        .map(|c| {
+            Code::parse(c.trim()).ok_or_else(|| ConfigError::Value {
+                origin: origin.clone(),
+                key: origin.key(key, key),
+                message: format!("unknown finding code {c:?} (see `artifact-check codes`)"),
+            })
+        })
+        .collect()
+}
+
+impl Layer {
+    /// Applies this layer over `s`: every key it sets replaces the value
+    /// there; `select`/`ignore` replace the lists whole.
+    pub fn apply(&self, s: &mut Settings, origin: &Origin) -> Result<(), ConfigError> {
+        if let Some(f) = &self.fail_on {
+            s.fail_on = f.parse().map_err(|_| ConfigError::Value {
+                origin: origin.clone(),
+                key: origin.key("fail-on", "fail-on"),
+                message: format!("{f:?} is not error, warning or info"),
+            })?;
+        }
+        if let Some(names) = &self.select {
+            s.filter.select = codes(origin, "select", names)?;
+        }
+        if let Some(names) = &self.ignore {
+            s.filter.ignore = codes(origin, "ignore", names)?;
+        }
+        let t = |file_key, flag, v| threshold(origin, file_key, flag, v);
         if let Some(c) = &self.cold_connections {
-            if let Some(v) = non_negative("cold-connections.dns-ms", c.dns_ms)? {
+            if let Some(v) = t("cold-connections.dns-ms", "cold-dns-ms", c.dns_ms)? {
                 s.cold.dns_ms = v;
             }
-            if let Some(v) = non_negative("cold-connections.connect-ms", c.connect_ms)? {
+            if let Some(v) = t(
+                "cold-connections.connect-ms",
+                "cold-connect-ms",
+                c.connect_ms,
+            )? {
                 s.cold.connect_ms = v;
             }
-            if let Some(v) = non_negative("cold-connections.bias-pct", c.bias_pct)? {
+            if let Some(v) = t("cold-connections.bias-pct", "cold-bias-pct", c.bias_pct)? {
                 s.cold.bias_pct = v;
             }
             if let Some(v) = c.min_warm_records {
@@ -208,31 +373,51 @@ impl FileConfig {
             }
         }
         if let Some(p) = &self.phase_contamination {
-            if let Some(v) = non_negative("phase-contamination.match-slack-ms", p.match_slack_ms)? {
+            let slack = p.match_slack_ms;
+            if let Some(v) = t(
+                "phase-contamination.match-slack-ms",
+                "match-slack-ms",
+                slack,
+            )? {
                 s.phase.match_slack_ms = v;
             }
             for (name, when) in p.request_scoped_metrics.iter().flatten() {
-                let at = crate::frameworks::ObservedAt::parse(when).ok_or_else(|| {
-                    format!(
-                        "phase-contamination.request-scoped-metrics.{name:?}: {when:?} is not \
-                         arrival, first_token or completion"
+                let key = || {
+                    origin.key(
+                        &format!("phase-contamination.request-scoped-metrics.{name:?}"),
+                        &format!("request-scoped-metric {name}"),
                     )
+                };
+                if name.is_empty() {
+                    return Err(ConfigError::Value {
+                        origin: origin.clone(),
+                        key: key(),
+                        message: "empty metric name".into(),
+                    });
+                }
+                let at = ObservedAt::parse(when).ok_or_else(|| ConfigError::Value {
+                    origin: origin.clone(),
+                    key: key(),
+                    message: format!("{when:?} is not arrival, first_token or completion"),
                 })?;
                 s.phase.extra_metrics.push((name.clone(), at));
             }
         }
         if let Some(p) = &self.prefix_cache {
-            if let Some(v) = non_negative("prefix-cache.gap-pp", p.gap_pp)? {
+            if let Some(v) = t("prefix-cache.gap-pp", "cache-gap-pp", p.gap_pp)? {
                 s.prefix.gap_pp = v;
             }
-            if let Some(v) = non_negative("prefix-cache.client-summary-pp", p.client_summary_pp)? {
+            let pp = p.client_summary_pp;
+            if let Some(v) = t("prefix-cache.client-summary-pp", "client-summary-pp", pp)? {
                 s.prefix.client_summary_pp = v;
             }
-            if let Some(v) = non_negative("prefix-cache.prompt-tokens-pct", p.prompt_tokens_pct)? {
+            let pct = p.prompt_tokens_pct;
+            if let Some(v) = t("prefix-cache.prompt-tokens-pct", "prompt-tokens-pct", pct)? {
                 s.prefix.prompt_tokens_pct = v;
             }
-            if let Some(v) = non_negative(
+            if let Some(v) = t(
                 "prefix-cache.prefill-overstatement-pct",
+                "prefill-overstatement-pct",
                 p.prefill_overstatement_pct,
             )? {
                 s.prefix.prefill_overstatement_pct = v;
@@ -241,19 +426,20 @@ impl FileConfig {
         Ok(())
     }
 
-    /// The effective configuration of `s` (with `select`/`ignore`), as a file.
-    pub fn effective(s: &Settings, select: &[String], ignore: &[String]) -> FileConfig {
-        FileConfig {
+    /// The effective configuration of `s`, as a file.
+    pub fn effective(s: &Settings) -> Layer {
+        let names = |codes: &[Code]| codes.iter().map(|c| c.as_str().to_string()).collect();
+        Layer {
             fail_on: Some(s.fail_on.as_str().to_string()),
-            select: Some(select.to_vec()),
-            ignore: Some(ignore.to_vec()),
-            cold_connections: Some(ColdFile {
+            select: Some(names(&s.filter.select)),
+            ignore: Some(names(&s.filter.ignore)),
+            cold_connections: Some(ColdLayer {
                 dns_ms: Some(s.cold.dns_ms),
                 connect_ms: Some(s.cold.connect_ms),
                 bias_pct: Some(s.cold.bias_pct),
                 min_warm_records: Some(s.cold.min_warm),
             }),
-            phase_contamination: Some(PhaseFile {
+            phase_contamination: Some(PhaseLayer {
                 match_slack_ms: Some(s.phase.match_slack_ms),
                 request_scoped_metrics: Some(
                     s.phase
@@ -263,7 +449,7 @@ impl FileConfig {
                         .collect(),
                 ),
             }),
-            prefix_cache: Some(PrefixFile {
+            prefix_cache: Some(PrefixLayer {
                 gap_pp: Some(s.prefix.gap_pp),
                 client_summary_pp: Some(s.prefix.client_summary_pp),
                 prompt_tokens_pct: Some(s.prefix.prompt_tokens_pct),
@@ -279,25 +465,47 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_rejected_with_their_name() {
-        let e =
-            toml::from_str::<FileConfig>("fail-on = \"warning\"\n[cold-connections]\nbias = 3\n")
-                .expect_err("unknown key");
+        let e = toml::from_str::<Layer>("fail-on = \"warning\"\n[cold-connections]\nbias = 3\n")
+            .expect_err("unknown key");
         assert!(e.to_string().contains("unknown field `bias`"), "{e}");
     }
 
     #[test]
     fn file_values_apply_and_round_trip() {
-        let f: FileConfig = toml::from_str(
+        let f: Layer = toml::from_str(
             "[prefix-cache]\ngap-pp = 2.5\n[phase-contamination.request-scoped-metrics]\n\"my:metric\" = \"completion\"\n",
         )
         .expect("parses");
         let mut s = Settings::default();
-        f.apply(&mut s).expect("applies");
+        f.apply(&mut s, &Origin::File("x.toml".into()))
+            .expect("applies");
         assert_eq!(s.prefix.gap_pp, 2.5);
         assert_eq!(s.phase.extra_metrics.len(), 1);
-        let eff = FileConfig::effective(&s, &[], &[]);
+        let eff = Layer::effective(&s);
         let text = toml::to_string(&eff).expect("serializes");
-        let back: FileConfig = toml::from_str(&text).expect("round trip");
+        let back: Layer = toml::from_str(&text).expect("round trip");
         assert_eq!(back, eff);
+    }
+
+    #[test]
+    fn a_bad_value_is_named_by_its_file_key_or_its_flag() {
+        let layer = Layer {
+            prefix_cache: Some(PrefixLayer {
+                gap_pp: Some(-1.0),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let mut s = Settings::default();
+        let file = layer.apply(&mut s, &Origin::File("a.toml".into()));
+        let flag = layer.apply(&mut s, &Origin::CommandLine);
+        assert_eq!(
+            file.expect_err("bad").to_string(),
+            "a.toml: prefix-cache.gap-pp: must be a non-negative number, not -1"
+        );
+        assert_eq!(
+            flag.expect_err("bad").to_string(),
+            "--cache-gap-pp: must be a non-negative number, not -1"
+        );
     }
 }

@@ -26,6 +26,9 @@ pub enum Severity {
 }
 
 impl Severity {
+    /// Every severity, lowest first.
+    pub const ALL: [Severity; 3] = [Severity::Info, Severity::Warning, Severity::Error];
+
     /// The lowercase name used in every output format.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -33,6 +36,23 @@ impl Severity {
             Severity::Warning => "warning",
             Severity::Error => "error",
         }
+    }
+}
+
+/// Not `error`, `warning` or `info`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not error, warning or info")]
+pub struct UnknownSeverity(pub String);
+
+impl std::str::FromStr for Severity {
+    type Err = UnknownSeverity;
+
+    /// The lowercase name, as [`Severity::as_str`] writes it.
+    fn from_str(s: &str) -> Result<Severity, UnknownSeverity> {
+        Severity::ALL
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or_else(|| UnknownSeverity(s.to_string()))
     }
 }
 

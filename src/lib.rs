@@ -40,6 +40,8 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::checks::{CheckStatus, Checks, Ctx};
+use crate::claims::Claim;
+pub use crate::config::CodeFilter;
 use crate::config::Settings;
 use crate::discover::PathError;
 use crate::findings::{Code, Finding, Severity};
@@ -162,24 +164,8 @@ impl Report {
     }
 }
 
-/// Filters applied to findings before verdicts: `--select` / `--ignore`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CodeFilter {
-    /// When non-empty, only these codes are reported.
-    pub select: Vec<Code>,
-    /// These codes are never reported.
-    pub ignore: Vec<Code>,
-}
-
-impl CodeFilter {
-    /// Whether a finding with `code` is kept.
-    pub fn keeps(&self, code: Code) -> bool {
-        (self.select.is_empty() || self.select.contains(&code)) && !self.ignore.contains(&code)
-    }
-}
-
 /// Audits one run directory.
-pub fn audit_run(dir: &Path, settings: &Settings, filter: &CodeFilter) -> RunReport {
+pub fn audit_run(dir: &Path, settings: &Settings, claims: &[Claim]) -> RunReport {
     let run = artifacts::load(dir);
     let model = RunModel::build(&run);
     let ctx = Ctx {
@@ -188,15 +174,15 @@ pub fn audit_run(dir: &Path, settings: &Settings, filter: &CodeFilter) -> RunRep
         settings,
     };
     let (mut checks, mut findings) = checks::run_all(&ctx);
-    let (claims, mut claim_findings) = if settings.claims.is_empty() {
+    let (claims, mut claim_findings) = if claims.is_empty() {
         (Vec::new(), Vec::new())
     } else {
-        claims::evaluate(&settings.claims, ctx.records(), settings)
+        claims::evaluate(claims, ctx.records(), settings)
     };
     findings.append(&mut claim_findings);
     let findings: Vec<Finding> = findings
         .into_iter()
-        .filter(|f| filter.keeps(f.code))
+        .filter(|f| settings.filter.keeps(f.code))
         .collect();
     restatus(&mut checks, &findings);
     let mut phases = BTreeMap::new();
@@ -271,20 +257,20 @@ fn restatus(checks: &mut Checks, findings: &[Finding]) {
 
 /// Audits every run under `paths`, in parallel on the current rayon pool;
 /// the order of the result does not depend on the schedule.
-pub fn audit(paths: &[PathBuf], settings: &Settings, filter: &CodeFilter) -> Report {
-    audit_with_progress(paths, settings, filter, &|| {})
+pub fn audit(paths: &[PathBuf], settings: &Settings, claims: &[Claim]) -> Report {
+    audit_with_progress(paths, settings, claims, &|| {})
 }
 
 /// [`audit`], calling `tick` after each run (for a progress bar).
 pub fn audit_with_progress(
     paths: &[PathBuf],
     settings: &Settings,
-    filter: &CodeFilter,
+    claims: &[Claim],
     tick: &(dyn Fn() + Sync),
 ) -> Report {
     let (dirs, errors) = discover::find_runs(paths);
     let audit_one = |d: &PathBuf| {
-        let r = audit_run(d, settings, filter);
+        let r = audit_run(d, settings, claims);
         tick();
         r
     };

@@ -13,13 +13,13 @@ mod alloc;
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Parser;
 
 use artifact_check::cli::{AuditArgs, CleanArgs, Cli, Command};
 use artifact_check::findings::Code;
 use artifact_check::report::{self, Format};
-use artifact_check::{clean, EXIT_ERROR};
+use artifact_check::{claims, clean, config, EXIT_ERROR};
 
 #[global_allocator]
 static ALLOC: alloc::HugePages = alloc::HugePages;
@@ -42,6 +42,8 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
+            // Every error the tool cannot work past: bad arguments or
+            // configuration, an output it cannot write (exit 2).
             eprintln!("artifact-check: error: {e:#}");
             ExitCode::from(EXIT_ERROR as u8)
         }
@@ -50,17 +52,12 @@ fn main() -> ExitCode {
 
 fn run_audit(args: &AuditArgs) -> Result<i32> {
     if args.paths.is_empty() {
-        eprintln!(
-            "artifact-check: error: give at least one PATH (a run directory or a folder of runs)"
-        );
-        return Ok(EXIT_ERROR);
+        bail!("give at least one PATH (a run directory or a folder of runs)");
     }
-    let (settings, filter) = match args.resolve() {
-        Ok(x) => x,
-        Err(msg) => {
-            eprintln!("artifact-check: error: {msg}");
-            return Ok(EXIT_ERROR);
-        }
+    let settings = config::resolve(args.config.as_deref(), &args.layer())?.settings;
+    let claims = match &args.expect {
+        Some(path) => claims::read(path)?,
+        None => Vec::new(),
     };
     if let Some(jobs) = args.jobs {
         rayon::ThreadPoolBuilder::new()
@@ -74,7 +71,7 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
             b.inc(1);
         }
     };
-    let report = artifact_check::audit_with_progress(&args.paths, &settings, &filter, &tick);
+    let report = artifact_check::audit_with_progress(&args.paths, &settings, &claims, &tick);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -117,25 +114,15 @@ fn progress_bar(paths: &[std::path::PathBuf]) -> Option<indicatif::ProgressBar> 
 }
 
 fn print_config(explicit: Option<&std::path::Path>) -> Result<i32> {
-    let (settings, file, path) = match artifact_check::cli::settings_from_file(explicit) {
-        Ok(x) => x,
-        Err(msg) => {
-            eprintln!("artifact-check: error: {msg}");
-            return Ok(EXIT_ERROR);
-        }
-    };
-    match &path {
+    let resolved = config::resolve(explicit, &config::Layer::default())?;
+    match &resolved.file {
         Some(p) => println!(
             "# effective configuration: {} over the defaults",
             p.display()
         ),
         None => println!("# effective configuration: the defaults (no artifact-check.toml found)"),
     }
-    let (select, ignore) = (
-        file.select.unwrap_or_default(),
-        file.ignore.unwrap_or_default(),
-    );
-    let eff = artifact_check::config::FileConfig::effective(&settings, &select, &ignore);
+    let eff = config::Layer::effective(&resolved.settings);
     print!(
         "{}",
         toml::to_string(&eff).context("serializing the configuration")?
@@ -144,11 +131,7 @@ fn print_config(explicit: Option<&std::path::Path>) -> Result<i32> {
 }
 
 fn run_clean(args: &CleanArgs) -> Result<i32> {
-    let mut settings = artifact_check::config::Settings::default();
-    if let Err(msg) = args.thresholds.apply(&mut settings) {
-        eprintln!("artifact-check: error: {msg}");
-        return Ok(EXIT_ERROR);
-    }
+    let settings = config::resolve(args.config.as_deref(), &args.thresholds.layer())?.settings;
     let ex = clean::Exclusions {
         cold: args.exclude_cold,
         errors: args.exclude_errors,

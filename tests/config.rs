@@ -192,3 +192,38 @@ fn claims_are_held_to_the_cleaned_artifacts() {
     let (report, _) = json_report(&[&pc], &["--expect", claims.to_str().expect("utf8")]);
     assert_eq!(report["runs"][0]["claims"][0]["within"], Value::Bool(true));
 }
+
+/// `clean` reads the configuration file too (its thresholds classify the
+/// connections): a bad value there is an error naming the key, as for an audit.
+#[test]
+fn clean_reads_the_configuration_file() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let file = t.path().join("strict.toml");
+    fs::write(&file, "[cold-connections]\nconnect-ms = -3.0\n").expect("write");
+    let run = run_dir("cold-tls").display().to_string();
+    let out = t.path().join("out").display().to_string();
+    let args = ["clean", &run, "--out", &out, "--exclude-cold"];
+    let (_, stderr, code) = in_dir(
+        t.path(),
+        &[&args[..], &["--config", file.to_str().expect("utf8")]].concat(),
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("cold-connections.connect-ms"), "{stderr}");
+    assert!(
+        !t.path().join("out").exists(),
+        "nothing written on a bad configuration"
+    );
+    // Found from the current directory, as for an audit.
+    fs::write(
+        t.path().join("artifact-check.toml"),
+        "[cold-connections]\ndns-ms = -1.0\n",
+    )
+    .expect("write");
+    let (_, stderr, code) = in_dir(t.path(), &args);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("cold-connections.dns-ms"), "{stderr}");
+    fs::remove_file(t.path().join("artifact-check.toml")).expect("rm");
+    let (stdout, stderr, code) = in_dir(t.path(), &args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("kept 20 record(s)"), "{stdout}");
+}

@@ -404,11 +404,7 @@ mod tests {
 
     #[test]
     fn empty_report_has_a_summary_line() {
-        let report = crate::audit(
-            &[],
-            &crate::config::Settings::default(),
-            &Default::default(),
-        );
+        let report = crate::audit(&[], &crate::config::Settings::default(), &[]);
         let mut out = Vec::new();
         render(&report, Options::default(), &mut out).expect("render");
         let text = String::from_utf8(out).expect("utf8");
