@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::artifacts::records::{Metric, Phase, Record};
-use crate::checks::prefix_cache;
-use crate::clean::{self, Exclusions};
 use crate::config::Settings;
 use crate::findings::{Code, Finding};
+use crate::model::cache::client_rate;
+use crate::model::selection::{self, Exclusions};
 
 /// What a claim is about.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -185,8 +185,8 @@ pub fn evaluate(
         errors: true,
         first_turns: false,
     };
-    let sel = records.map(|r| clean::select(r, ex, settings));
-    let stats = sel.as_ref().map(|s| clean::statistics(&s.kept));
+    let sel = records.map(|r| selection::select(r, ex, settings));
+    let stats = sel.as_ref().map(|s| selection::statistics(&s.kept));
     for c in claims {
         let supported = match c.quantity {
             Quantity::Record(m, stat) => stats
@@ -194,7 +194,7 @@ pub fn evaluate(
                 .and_then(|s| s.get(m.tag()))
                 .and_then(|s| s.get(stat)),
             Quantity::PrefixCacheHitRate => records.and_then(|rs| {
-                prefix_cache::client_rate(
+                client_rate(
                     rs.iter()
                         .filter(|r| r.phase == Phase::Profiling && r.is_success()),
                 )

@@ -1,8 +1,8 @@
 //! `artifact-check clean RUN --out DIR`: the per-request table of the records
 //! worth keeping, and the statistics recomputed over them.
 //!
-//! Warmup records are always dropped; cold-connection, failed and first-turn
-//! records on request. Everything goes into DIR, never into the run
+//! The rules (warmup always dropped; cold-connection, failed and first-turn
+//! records on request) are [`crate::model::selection`]'s. Everything goes into DIR, never into the run
 //! directory, and an existing file is only replaced when asked. Each file is
 //! written to a temporary name in DIR and renamed into place, so a reader
 //! never sees half a file.
@@ -14,21 +14,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::artifacts::records::{Metric, Phase, Record};
-use crate::checks::cold_connections::{classify, Temperature, KEY_METRICS};
+use crate::artifacts::records::{Metric, Record};
 use crate::config::Settings;
+use crate::model::connection::classify;
+use crate::model::selection::{select, statistics, Selection};
+pub use crate::model::selection::{DropReason, Dropped, Exclusions};
 use crate::stats;
-
-/// What to drop besides warmup.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Exclusions {
-    /// Drop records classified `cold`.
-    pub cold: bool,
-    /// Drop failed and cancelled records.
-    pub errors: bool,
-    /// Drop the first turn of every session (`turn_index` 0).
-    pub first_turns: bool,
-}
 
 /// Why the clean export could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -60,17 +51,6 @@ pub enum CleanError {
     },
 }
 
-/// A dropped record and why.
-#[derive(Debug, Clone, Serialize)]
-pub struct Dropped {
-    /// Line in `profile_export.jsonl`.
-    pub line: u64,
-    /// Its request id.
-    pub x_request_id: Option<String>,
-    /// `warmup`, `cold`, `error`, `first_turn`.
-    pub reasons: Vec<&'static str>,
-}
-
 /// `summary.json` of the clean export.
 #[derive(Debug, Clone, Serialize)]
 pub struct CleanSummary {
@@ -88,7 +68,7 @@ pub struct CleanSummary {
     /// kept because they are not known to be cold).
     pub kept_unknown_connection: usize,
     /// Dropped records per reason (a record may have several).
-    pub dropped_by_reason: BTreeMap<&'static str, usize>,
+    pub dropped_by_reason: BTreeMap<DropReason, usize>,
     /// Every dropped record.
     pub dropped: Vec<Dropped>,
     /// Statistics over the kept successful records, per metric tag.
@@ -175,72 +155,6 @@ pub fn export(
     Ok(summary)
 }
 
-/// The records a cleaning keeps, and those it drops with their reasons.
-pub struct Selection<'a> {
-    /// Kept records, file order.
-    pub kept: Vec<&'a Record>,
-    /// Dropped records.
-    pub dropped: Vec<Dropped>,
-    /// Dropped records per reason.
-    pub by_reason: BTreeMap<&'static str, usize>,
-    /// Kept records whose connection state is unknown.
-    pub kept_unknown: usize,
-}
-
-/// Applies the cleaning rules: warmup always dropped, the rest on request.
-pub fn select<'a>(records: &'a [Record], ex: Exclusions, settings: &Settings) -> Selection<'a> {
-    let mut sel = Selection {
-        kept: Vec::new(),
-        dropped: Vec::new(),
-        by_reason: BTreeMap::new(),
-        kept_unknown: 0,
-    };
-    for r in records {
-        let temp = classify(r, &settings.cold);
-        let mut reasons = Vec::new();
-        if r.phase == Phase::Warmup {
-            reasons.push("warmup");
-        }
-        if ex.cold && temp == Temperature::Cold {
-            reasons.push("cold");
-        }
-        if ex.errors && !r.is_success() {
-            reasons.push("error");
-        }
-        if ex.first_turns && r.turn_index == Some(0) {
-            reasons.push("first_turn");
-        }
-        if reasons.is_empty() {
-            sel.kept_unknown += usize::from(temp == Temperature::Unknown);
-            sel.kept.push(r);
-        } else {
-            for reason in &reasons {
-                *sel.by_reason.entry(reason).or_default() += 1;
-            }
-            let x_request_id = r.x_request_id.as_ref().map(ToString::to_string);
-            sel.dropped.push(Dropped {
-                line: r.line,
-                x_request_id,
-                reasons,
-            });
-        }
-    }
-    sel
-}
-
-/// Summary statistics of the key metrics over the kept successful records.
-pub fn statistics(kept: &[&Record]) -> BTreeMap<&'static str, stats::Summary> {
-    let mut metrics = BTreeMap::new();
-    for &m in KEY_METRICS {
-        let ok = kept.iter().filter(|r| r.is_success());
-        let v = stats::sorted(ok.filter_map(|r| r.values.get(m)));
-        if !v.is_empty() {
-            metrics.insert(m.tag(), stats::Summary::of_sorted(&v));
-        }
-    }
-    metrics
-}
-
 /// Columns of the per-request table, after the fixed ones.
 fn header() -> Vec<String> {
     let mut h: Vec<String> = [
@@ -261,14 +175,6 @@ fn header() -> Vec<String> {
     h
 }
 
-fn temperature_str(t: Temperature) -> &'static str {
-    match t {
-        Temperature::Cold => "cold",
-        Temperature::Warm => "warm",
-        Temperature::Unknown => "unknown",
-    }
-}
-
 fn write_csv(kept: &[&Record], settings: &Settings, w: &mut dyn Write) -> io::Result<()> {
     let mut csv = csv::Writer::from_writer(w);
     csv.write_record(header())?;
@@ -280,7 +186,7 @@ fn write_csv(kept: &[&Record], settings: &Settings, w: &mut dyn Write) -> io::Re
             opt(r.conversation_id.as_ref().map(ToString::to_string)),
             opt(r.session_num.map(|v| v.to_string())),
             opt(r.turn_index.map(|v| v.to_string())),
-            temperature_str(classify(r, &settings.cold)).to_string(),
+            classify(r, &settings.cold).as_str().to_string(),
             r.is_success().to_string(),
             r.request_start_ns.to_string(),
             r.request_end_ns.to_string(),
@@ -345,7 +251,7 @@ mod parquet {
             col_u64("session_num", &|r| r.session_num),
             col_u64("turn_index", &|r| r.turn_index.map(u64::from)),
             col_str("connection", &|r| {
-                Some(temperature_str(classify(r, &settings.cold)).to_string())
+                Some(classify(r, &settings.cold).as_str().to_string())
             }),
             Column::new(
                 "success".into(),

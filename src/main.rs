@@ -151,7 +151,7 @@ fn run_clean(args: &CleanArgs) -> Result<i32> {
         s.dropped.len(),
         s.dropped_by_reason
             .iter()
-            .map(|(k, v)| format!("{k}: {v}"))
+            .map(|(k, v)| format!("{}: {v}", k.as_str()))
             .collect::<Vec<_>>()
             .join(", "),
         s.files.join(", ")

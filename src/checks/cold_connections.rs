@@ -26,45 +26,13 @@ use crate::config::ColdSettings;
 use crate::findings::{Code, Finding};
 use crate::stats::{self, DiffInterval};
 
-/// The per-request metrics whose bias is reported.
-pub const KEY_METRICS: &[Metric] = &[
-    Metric::TimeToFirstToken,
-    Metric::RequestLatency,
-    Metric::PrefillThroughputPerUser,
-    Metric::InterTokenLatency,
-    Metric::OutputTokenThroughputPerUser,
-    Metric::E2eOutputTokenThroughput,
-];
+/// The per-request metrics whose bias is reported: the published ones.
+pub use crate::model::selection::PUBLISHED as KEY_METRICS;
 
 /// The statistics reported for each metric.
 pub const STATS: &[&str] = &["mean", "p50", "p90", "p99"];
 
-/// Connection state of one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Temperature {
-    /// Opened a new connection (or paid DNS/connect above threshold).
-    Cold,
-    /// Reused a connection.
-    Warm,
-    /// The record lacks the connection fields.
-    Unknown,
-}
-
-/// Classifies one record.
-pub fn classify(r: &Record, s: &ColdSettings) -> Temperature {
-    let reused = r.values.get(Metric::HttpReqConnectionReused);
-    let dns = r.values.get(Metric::HttpReqDnsLookup);
-    let connecting = r.values.get(Metric::HttpReqConnecting);
-    let over = |v: Option<f64>, t: f64| v.is_some_and(|v| v > t);
-    if reused == Some(0.0) || over(dns, s.dns_ms) || over(connecting, s.connect_ms) {
-        Temperature::Cold
-    } else if reused == Some(1.0) {
-        Temperature::Warm
-    } else {
-        Temperature::Unknown
-    }
-}
+pub use crate::model::connection::{classify, Temperature};
 
 /// Counts per temperature for one phase.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -523,46 +491,5 @@ fn empty(thresholds: Thresholds, reason: String) -> Report {
         connection_overhead_share: None,
         metrics: Vec::new(),
         noise: BTreeMap::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::artifacts::records::Values;
-
-    fn rec(reused: Option<f64>, dns: Option<f64>, conn: Option<f64>) -> Record {
-        let mut values = Values::default();
-        values.set(Metric::HttpReqConnectionReused, reused);
-        values.set(Metric::HttpReqDnsLookup, dns);
-        values.set(Metric::HttpReqConnecting, conn);
-        Record::with_values(values)
-    }
-
-    #[test]
-    fn classification_rules() {
-        let s = ColdSettings::default();
-        assert_eq!(
-            classify(&rec(Some(0.0), Some(0.0), Some(0.0)), &s),
-            Temperature::Cold
-        );
-        assert_eq!(
-            classify(&rec(Some(1.0), Some(0.0), Some(0.0)), &s),
-            Temperature::Warm
-        );
-        assert_eq!(
-            classify(&rec(Some(1.0), Some(500.0), None), &s),
-            Temperature::Cold
-        );
-        assert_eq!(
-            classify(&rec(None, None, Some(200.0)), &s),
-            Temperature::Cold
-        );
-        // Absent fields are unknown, never warm.
-        assert_eq!(classify(&rec(None, None, None), &s), Temperature::Unknown);
-        assert_eq!(
-            classify(&rec(None, Some(0.0), Some(0.0)), &s),
-            Temperature::Unknown
-        );
     }
 }

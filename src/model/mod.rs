@@ -1,8 +1,17 @@
-//! The run model: what the artifacts say happened, per phase.
+//! The run's domain: what the artifacts say happened, and the rules every
+//! check and command reads them by.
 //!
-//! Built once from the parsed artifacts and shared by every check. Phases
-//! are keyed by kind (`warmup`, `profiling`); a run with several profiling
-//! phases aggregates them here, as AIPerf's top-level server metrics do.
+//! [`RunModel`] is built once from the parsed artifacts and shared by every
+//! check: per phase kind (`warmup`, `profiling`; a run with several profiling
+//! phases aggregates them, as AIPerf's top-level server metrics do) the
+//! configured and realised request counts and the windows. Beside it, the
+//! domain rules the checks share: a request's connection temperature
+//! ([`connection`]), the clients' cache hit rate ([`cache`]), which records a
+//! published number is computed over ([`selection`]).
+
+pub mod cache;
+pub mod connection;
+pub mod selection;
 
 use serde::Serialize;
 

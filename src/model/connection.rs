@@ -1,0 +1,78 @@
+//! Connection temperature: whether a request paid for DNS and connect.
+//!
+//! AIPerf counts connection setup inside TTFT, latency and prefill
+//! throughput. A request is **cold** when it opened a new connection
+//! (`http_req_connection_reused` is 0) or paid DNS / connect above the
+//! thresholds, **warm** when it reused a connection under them, and
+//! **unknown** when the record lacks the fields (older AIPerf, other
+//! transports): unknown is never counted as warm.
+
+use serde::Serialize;
+
+use crate::artifacts::records::{Metric, Record};
+use crate::config::ColdSettings;
+
+/// Connection state of one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Temperature {
+    /// Opened a new connection (or paid DNS/connect above threshold).
+    Cold,
+    /// Reused a connection.
+    Warm,
+    /// The record lacks the connection fields.
+    Unknown,
+}
+
+impl Temperature {
+    /// `cold`, `warm` or `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Temperature::Cold => "cold",
+            Temperature::Warm => "warm",
+            Temperature::Unknown => "unknown",
+        }
+    }
+}
+
+/// Classifies one record.
+pub fn classify(r: &Record, s: &ColdSettings) -> Temperature {
+    let reused = r.values.get(Metric::HttpReqConnectionReused);
+    let dns = r.values.get(Metric::HttpReqDnsLookup);
+    let connecting = r.values.get(Metric::HttpReqConnecting);
+    let over = |v: Option<f64>, t: f64| v.is_some_and(|v| v > t);
+    if reused == Some(0.0) || over(dns, s.dns_ms) || over(connecting, s.connect_ms) {
+        Temperature::Cold
+    } else if reused == Some(1.0) {
+        Temperature::Warm
+    } else {
+        Temperature::Unknown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::artifacts::records::Values;
+
+    fn rec(reused: Option<f64>, dns: Option<f64>, conn: Option<f64>) -> Record {
+        let mut values = Values::default();
+        values.set(Metric::HttpReqConnectionReused, reused);
+        values.set(Metric::HttpReqDnsLookup, dns);
+        values.set(Metric::HttpReqConnecting, conn);
+        Record::with_values(values)
+    }
+
+    #[test]
+    fn classification_rules() {
+        let s = ColdSettings::default();
+        let t = |r, d, c| classify(&rec(r, d, c), &s);
+        assert_eq!(t(Some(0.0), Some(0.0), Some(0.0)), Temperature::Cold);
+        assert_eq!(t(Some(1.0), Some(0.0), Some(0.0)), Temperature::Warm);
+        assert_eq!(t(Some(1.0), Some(500.0), None), Temperature::Cold);
+        assert_eq!(t(None, None, Some(200.0)), Temperature::Cold);
+        // Absent fields are unknown, never warm.
+        assert_eq!(t(None, None, None), Temperature::Unknown);
+        assert_eq!(t(None, Some(0.0), Some(0.0)), Temperature::Unknown);
+    }
+}

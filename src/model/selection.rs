@@ -1,0 +1,136 @@
+//! Which records a published number should be computed over: the cleaning
+//! rules shared by `artifact-check clean` and the claims (`--expect`).
+//! Warmup records are always dropped; cold-connection, failed and
+//! first-turn records on request.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::connection::{classify, Temperature};
+use crate::artifacts::records::{Metric, Phase, Record};
+use crate::config::Settings;
+use crate::stats;
+
+/// The per-request metrics AIPerf publishes statistics of, whose bias and
+/// cleaned statistics are reported.
+pub const PUBLISHED: &[Metric] = &[
+    Metric::TimeToFirstToken,
+    Metric::RequestLatency,
+    Metric::PrefillThroughputPerUser,
+    Metric::InterTokenLatency,
+    Metric::OutputTokenThroughputPerUser,
+    Metric::E2eOutputTokenThroughput,
+];
+
+/// What to drop besides warmup.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Exclusions {
+    /// Drop records classified `cold`.
+    pub cold: bool,
+    /// Drop failed and cancelled records.
+    pub errors: bool,
+    /// Drop the first turn of every session (`turn_index` 0).
+    pub first_turns: bool,
+}
+
+/// Why a record was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    /// It paid for DNS or connect.
+    Cold,
+    /// It failed or was cancelled.
+    Error,
+    /// It is the first turn of its session.
+    FirstTurn,
+    /// It is a warmup request.
+    Warmup,
+}
+
+impl DropReason {
+    /// `cold`, `error`, `first_turn` or `warmup`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropReason::Cold => "cold",
+            DropReason::Error => "error",
+            DropReason::FirstTurn => "first_turn",
+            DropReason::Warmup => "warmup",
+        }
+    }
+}
+
+/// A dropped record and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Dropped {
+    /// Line in `profile_export.jsonl`.
+    pub line: u64,
+    /// Its request id.
+    pub x_request_id: Option<String>,
+    /// Why, in the order the rules are applied.
+    pub reasons: Vec<DropReason>,
+}
+
+/// The records a cleaning keeps, and those it drops with their reasons.
+pub struct Selection<'a> {
+    /// Kept records, file order.
+    pub kept: Vec<&'a Record>,
+    /// Dropped records.
+    pub dropped: Vec<Dropped>,
+    /// Dropped records per reason.
+    pub by_reason: BTreeMap<DropReason, usize>,
+    /// Kept records whose connection state is unknown.
+    pub kept_unknown: usize,
+}
+
+/// Applies the cleaning rules: warmup always dropped, the rest on request.
+pub fn select<'a>(records: &'a [Record], ex: Exclusions, settings: &Settings) -> Selection<'a> {
+    let mut sel = Selection {
+        kept: Vec::new(),
+        dropped: Vec::new(),
+        by_reason: BTreeMap::new(),
+        kept_unknown: 0,
+    };
+    for r in records {
+        let temp = classify(r, &settings.cold);
+        let rules = [
+            (r.phase == Phase::Warmup, DropReason::Warmup),
+            (ex.cold && temp == Temperature::Cold, DropReason::Cold),
+            (ex.errors && !r.is_success(), DropReason::Error),
+            (
+                ex.first_turns && r.turn_index == Some(0),
+                DropReason::FirstTurn,
+            ),
+        ];
+        let reasons: Vec<DropReason> = rules.iter().filter(|x| x.0).map(|x| x.1).collect();
+        if reasons.is_empty() {
+            sel.kept_unknown += usize::from(temp == Temperature::Unknown);
+            sel.kept.push(r);
+        } else {
+            for reason in &reasons {
+                *sel.by_reason.entry(*reason).or_default() += 1;
+            }
+            let x_request_id = r.x_request_id.as_ref().map(ToString::to_string);
+            sel.dropped.push(Dropped {
+                line: r.line,
+                x_request_id,
+                reasons,
+            });
+        }
+    }
+    sel
+}
+
+/// Summary statistics of the published metrics over the kept successful
+/// records, as AIPerf computes them.
+pub fn statistics(kept: &[&Record]) -> BTreeMap<&'static str, stats::Summary> {
+    let mut metrics = BTreeMap::new();
+    for &m in PUBLISHED {
+        let ok = kept.iter().filter(|r| r.is_success());
+        let v = stats::sorted(ok.filter_map(|r| r.values.get(m)));
+        if !v.is_empty() {
+            metrics.insert(m.tag(), stats::Summary::of_sorted(&v));
+        }
+    }
+    metrics
+}
