@@ -32,22 +32,21 @@ fn main() {
         model: &model,
         settings: &settings,
     };
+    // A check by name, or by its first letter (x: prefix_cache); else all.
+    let one = checks::ALL
+        .iter()
+        .find(|c| c.name == which || (which == "x" && c.name == "prefix_cache"))
+        .or_else(|| {
+            let first = which.chars().next()?;
+            checks::ALL.iter().find(|c| c.name.starts_with(first))
+        });
     for _ in 0..10 {
         let t = std::time::Instant::now();
-        match which.as_str() {
-            "a" => {
-                std::hint::black_box(checks::artifacts::run(&ctx));
+        match one {
+            Some(c) => {
+                std::hint::black_box((c.run)(&ctx));
             }
-            "p" => {
-                std::hint::black_box(checks::phase_contamination::run(&ctx));
-            }
-            "c" => {
-                std::hint::black_box(checks::cold_connections::run(&ctx));
-            }
-            "x" => {
-                std::hint::black_box(checks::prefix_cache::run(&ctx));
-            }
-            _ => {
+            None => {
                 std::hint::black_box(checks::run_all(&ctx));
             }
         }

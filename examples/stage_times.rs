@@ -47,15 +47,13 @@ fn main() {
         last = now;
     };
     lap("model");
-    let a = checks::artifacts::run(&ctx);
-    lap("artifacts");
-    let p = checks::phase_contamination::run(&ctx);
-    lap("phase_contamination");
-    let c = checks::cold_connections::run(&ctx);
-    lap("cold_connections");
-    let x = checks::prefix_cache::run(&ctx);
-    lap("prefix_cache");
-    let json = serde_json::to_string(&(&a.0, &p.0, &c.0, &x.0)).expect("json");
+    let mut reports = Vec::new();
+    for check in checks::ALL {
+        reports.push((check.run)(&ctx).report);
+        lap(check.name);
+    }
+    let views: Vec<&dyn checks::CheckReport> = reports.iter().map(|r| r.as_ref()).collect();
+    let json = serde_json::to_string(&views).expect("json");
     lap("report json");
     out!("report: {} bytes", json.len());
     out!(

@@ -14,7 +14,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::artifacts::records::{Metric, Phase, Record};
 use crate::config::Settings;
-use crate::findings::{Code, Finding};
+use crate::findings::Finding;
+
+crate::define_codes! { "claims";
+    CLAIM_MISMATCH => ("claim-mismatch", Error,
+        "A published claim differs from what the cleaned artifacts support beyond its tolerance"),
+    CLAIM_UNSUPPORTED => ("claim-unsupported", Warning,
+        "A published claim cannot be checked: the artifacts do not carry what it measures"),
+}
 use crate::model::cache::client_rate;
 use crate::model::selection::{self, Exclusions};
 
@@ -215,7 +222,7 @@ pub fn evaluate(
         match within {
             Some(false) => findings.push(
                 Finding::new(
-                    Code::ClaimMismatch,
+                    CLAIM_MISMATCH,
                     format!(
                         "claim {} = {} but the cleaned artifacts (warmup, cold and failed requests \
                          dropped) give {:.6}: {:+.2} %",
@@ -232,7 +239,7 @@ pub fn evaluate(
             ),
             None => findings.push(
                 Finding::new(
-                    Code::ClaimUnsupported,
+                    CLAIM_UNSUPPORTED,
                     format!(
                         "claim {}: cannot tell, the artifacts do not carry what it measures",
                         c.name

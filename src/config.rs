@@ -290,18 +290,26 @@ pub struct Resolved {
     pub file: Option<PathBuf>,
 }
 
+/// Looks a finding code up by its id (the registry's [`crate::checks::code`];
+/// passed in, so that configuration does not depend on the checks).
+pub type CodeLookup = fn(&str) -> Option<Code>;
+
 /// Defaults, then the configuration file (`explicit`, or the one found from
 /// the current directory up), then `flags`.
-pub fn resolve(explicit: Option<&Path>, flags: &Layer) -> Result<Resolved, ConfigError> {
+pub fn resolve(
+    explicit: Option<&Path>,
+    flags: &Layer,
+    codes: CodeLookup,
+) -> Result<Resolved, ConfigError> {
     let mut settings = Settings::default();
     let file = match load_config(explicit)? {
         Some((path, layer)) => {
-            layer.apply(&mut settings, &Origin::File(path.clone()))?;
+            layer.apply(&mut settings, &Origin::File(path.clone()), codes)?;
             Some(path)
         }
         None => None,
     };
-    flags.apply(&mut settings, &Origin::CommandLine)?;
+    flags.apply(&mut settings, &Origin::CommandLine, codes)?;
     Ok(Resolved { settings, file })
 }
 
@@ -322,12 +330,17 @@ fn threshold(
     }
 }
 
-fn codes(origin: &Origin, key: &str, names: &[String]) -> Result<Vec<Code>, ConfigError> {
+fn codes(
+    origin: &Origin,
+    key: &str,
+    names: &[String],
+    lookup: CodeLookup,
+) -> Result<Vec<Code>, ConfigError> {
     names
         .iter()
         .filter(|c| !c.trim().is_empty())
         .map(|c| {
-            Code::parse(c.trim()).ok_or_else(|| ConfigError::Value {
+            lookup(c.trim()).ok_or_else(|| ConfigError::Value {
                 origin: origin.clone(),
                 key: origin.key(key, key),
                 message: format!("unknown finding code {c:?} (see `artifact-check codes`)"),
@@ -339,7 +352,12 @@ fn codes(origin: &Origin, key: &str, names: &[String]) -> Result<Vec<Code>, Conf
 impl Layer {
     /// Applies this layer over `s`: every key it sets replaces the value
     /// there; `select`/`ignore` replace the lists whole.
-    pub fn apply(&self, s: &mut Settings, origin: &Origin) -> Result<(), ConfigError> {
+    pub fn apply(
+        &self,
+        s: &mut Settings,
+        origin: &Origin,
+        lookup: CodeLookup,
+    ) -> Result<(), ConfigError> {
         if let Some(f) = &self.fail_on {
             s.fail_on = f.parse().map_err(|_| ConfigError::Value {
                 origin: origin.clone(),
@@ -348,10 +366,10 @@ impl Layer {
             })?;
         }
         if let Some(names) = &self.select {
-            s.filter.select = codes(origin, "select", names)?;
+            s.filter.select = codes(origin, "select", names, lookup)?;
         }
         if let Some(names) = &self.ignore {
-            s.filter.ignore = codes(origin, "ignore", names)?;
+            s.filter.ignore = codes(origin, "ignore", names, lookup)?;
         }
         let t = |file_key, flag, v| threshold(origin, file_key, flag, v);
         if let Some(c) = &self.cold_connections {
@@ -477,7 +495,7 @@ mod tests {
         )
         .expect("parses");
         let mut s = Settings::default();
-        f.apply(&mut s, &Origin::File("x.toml".into()))
+        f.apply(&mut s, &Origin::File("x.toml".into()), crate::checks::code)
             .expect("applies");
         assert_eq!(s.prefix.gap_pp, 2.5);
         assert_eq!(s.phase.extra_metrics.len(), 1);
@@ -497,8 +515,8 @@ mod tests {
             ..Default::default()
         };
         let mut s = Settings::default();
-        let file = layer.apply(&mut s, &Origin::File("a.toml".into()));
-        let flag = layer.apply(&mut s, &Origin::CommandLine);
+        let file = layer.apply(&mut s, &Origin::File("a.toml".into()), crate::checks::code);
+        let flag = layer.apply(&mut s, &Origin::CommandLine, crate::checks::code);
         assert_eq!(
             file.expect_err("bad").to_string(),
             "a.toml: prefix-cache.gap-pp: must be a non-negative number, not -1"

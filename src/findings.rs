@@ -1,9 +1,10 @@
 //! Findings: what a check reports, as data.
 //!
-//! Every problem artifact-check can report has a stable [`Code`] listed once in
-//! the table below, with the check that emits it, its default severity and a
-//! one-line summary. `docs/checks.md` documents each code, and a test fails if
-//! a code is missing there, so the table, the docs and the report cannot drift.
+//! Every problem artifact-check can report has a stable [`Code`], defined once
+//! in the module of the check that emits it (the readers' in [`reading`]),
+//! with its default severity and a one-line summary. `docs/checks.md`
+//! documents each code, and a test fails if a code is missing there, so the
+//! codes, the docs and the report cannot drift.
 //!
 //! Checks build [`Finding`]s and return them; they never print. Renderers in
 //! [`crate::report`] turn findings into text.
@@ -56,126 +57,129 @@ impl std::str::FromStr for Severity {
     }
 }
 
-macro_rules! codes {
-    ($( $variant:ident => ($code:literal, $check:literal, $sev:ident, $summary:literal), )*) => {
-        /// A stable finding code. The string form (kebab-case) is the contract.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        #[non_exhaustive]
-        pub enum Code { $( #[doc = $summary] $variant, )* }
-
-        impl Code {
-            /// Every code, in table order.
-            pub const ALL: &'static [Code] = &[ $( Code::$variant, )* ];
-
-            /// The code as written in reports and accepted by `--select`/`--ignore`.
-            pub fn as_str(self) -> &'static str {
-                match self { $( Code::$variant => $code, )* }
-            }
-
-            /// The check that emits this code.
-            pub fn check(self) -> &'static str {
-                match self { $( Code::$variant => $check, )* }
-            }
-
-            /// The severity a finding with this code gets.
-            pub fn severity(self) -> Severity {
-                match self { $( Code::$variant => Severity::$sev, )* }
-            }
-
-            /// One line saying what the code means.
-            pub fn summary(self) -> &'static str {
-                match self { $( Code::$variant => $summary, )* }
-            }
-
-            /// Looks a code up by its string form.
-            pub fn parse(s: &str) -> Option<Code> {
-                match s { $( $code => Some(Code::$variant), )* _ => None }
-            }
-        }
-    };
+/// What a code is: its id, the check that emits it, its default severity
+/// and a one-line summary.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CodeDef {
+    /// The kebab-case id, as written in reports and accepted by
+    /// `--select`/`--ignore`. The contract.
+    pub id: &'static str,
+    /// The check that emits it.
+    pub check: &'static str,
+    /// The severity a finding with this code gets by default.
+    pub severity: Severity,
+    /// One line saying what it means.
+    pub summary: &'static str,
 }
 
-codes! {
-    // --- artifacts: reading the run directory -------------------------------------------
-    MissingArtifact => ("missing-artifact", "artifacts", Warning,
-        "An artifact a check needs is not in the run directory"),
-    UnreadableFile => ("unreadable-file", "artifacts", Error,
-        "A file exists but cannot be read (permissions, a directory in its place, I/O error)"),
-    EmptyFile => ("empty-file", "artifacts", Error,
-        "An artifact file is empty"),
-    InvalidJson => ("invalid-json", "artifacts", Error,
-        "A JSON artifact is not valid JSON or a field has the wrong type"),
-    InvalidRecord => ("invalid-record", "artifacts", Error,
-        "A line of a JSON-lines artifact is not valid JSON or a field has the wrong type"),
-    TruncatedRecord => ("truncated-record", "artifacts", Warning,
-        "The last line of a JSON-lines artifact is cut off (the run was killed mid-write)"),
-    OversizedLine => ("oversized-line", "artifacts", Error,
-        "A line of a JSON-lines artifact is longer than the reader accepts; it was skipped"),
-    UnknownSchemaVersion => ("unknown-schema-version", "artifacts", Warning,
-        "An artifact declares a schema version this tool was not built for"),
-    DuplicateRequestId => ("duplicate-request-id", "artifacts", Warning,
-        "Two records carry the same x_request_id"),
-    InvalidTimestamps => ("invalid-timestamps", "artifacts", Warning,
-        "A record ends before it starts"),
-    RequestCountMismatch => ("request-count-mismatch", "artifacts", Warning,
-        "The configured request count of a phase differs from its successful records"),
-    SummaryMismatch => ("summary-mismatch", "artifacts", Error,
-        "profile_export_aiperf.json disagrees with the records in profile_export.jsonl"),
-    RunIncomplete => ("run-incomplete", "artifacts", Warning,
-        "AIPerf marked the run cancelled or incomplete"),
-    SymlinkOutsideRun => ("symlink-outside-run", "artifacts", Warning,
-        "An artifact is a symlink that leads outside the run directory (it was read)"),
-    // --- phase_contamination -------------------------------------------------------------
-    LateWarmupObservation => ("late-warmup-observation", "phase_contamination", Error,
-        "Warmup observations were counted in profiling (profiling +k, warmup -k)"),
-    ProfilingLostToWarmup => ("profiling-lost-to-warmup", "phase_contamination", Error,
-        "Profiling observations were counted in warmup (profiling -k, warmup +k)"),
-    PhaseWindowOverlap => ("phase-window-overlap", "phase_contamination", Warning,
-        "The warmup window closes after profiling has started"),
-    UnexplainedExcess => ("unexplained-excess", "phase_contamination", Error,
-        "A phase holds more observations than it had requests, with no matching deficit"),
-    UnexplainedDeficit => ("unexplained-deficit", "phase_contamination", Error,
-        "A phase holds fewer observations than it had requests, with no matching excess"),
-    CounterWindowEarly => ("counter-window-early", "phase_contamination", Error,
-        "A counter's profiling timeslices start before profiling started"),
-    CounterReset => ("counter-reset", "phase_contamination", Error,
-        "A cumulative server metric went down: the server restarted or the series was reset"),
-    AiperfVersionAdvisory => ("aiperf-version-advisory", "phase_contamination", Info,
-        "This AIPerf version takes the end-of-warmup scrape without a flush barrier"),
-    PhaseCheckUnknown => ("phase-check-unknown", "phase_contamination", Info,
-        "The phase split cannot be checked: no request-scoped server metric or no records"),
-    // --- cold_connections ----------------------------------------------------------------
-    ColdConnectionBias => ("cold-connection-bias", "cold_connections", Warning,
-        "Cold-connection requests move a published statistic by more than the threshold"),
-    AllConnectionsCold => ("all-connections-cold", "cold_connections", Warning,
-        "Every profiling request opened a new connection; there is no warm baseline"),
-    ConnectionFieldsMissing => ("connection-fields-missing", "cold_connections", Info,
-        "Records lack the HTTP connection fields; cold requests cannot be told apart"),
-    // --- prefix_cache --------------------------------------------------------------------
-    PrefixCacheGap => ("prefix-cache-gap", "prefix_cache", Error,
-        "The server's prefix-cache hit rate differs from the clients' cached tokens"),
-    PrefixCacheInconsistent => ("prefix-cache-inconsistent", "prefix_cache", Error,
-        "Server cache counters contradict themselves (hits > queries, cached > prompt, ratio > 1)"),
-    PrefixCacheGaugeOnly => ("prefix-cache-gauge-only", "prefix_cache", Warning,
-        "Only a hit-rate gauge exists; a gauge average is not a token-weighted hit rate"),
-    ClientCacheMismatch => ("client-cache-mismatch", "prefix_cache", Warning,
-        "AIPerf's overall_usage_prompt_cache_read_pct differs from the records"),
-    PromptTokenMismatch => ("prompt-token-mismatch", "prefix_cache", Warning,
-        "Server prompt-token totals differ from the clients' usage_prompt_tokens"),
-    PrefillThroughputOverstated => ("prefill-throughput-overstated", "prefix_cache", Warning,
-        "prefill_throughput_per_user counts cached tokens that were never prefilled"),
-    CacheRateUnknown => ("cache-rate-unknown", "prefix_cache", Info,
-        "A hit rate cannot be computed (no cached-token field or no cache counters)"),
-    // --- claims (--expect) ---------------------------------------------------------------
-    ClaimMismatch => ("claim-mismatch", "claims", Error,
-        "A published claim differs from what the cleaned artifacts support beyond its tolerance"),
-    ClaimUnsupported => ("claim-unsupported", "claims", Warning,
-        "A published claim cannot be checked: the artifacts do not carry what it measures"),
+/// A stable finding code. Each check defines its own with [`define_codes!`]
+/// in its module and lists them in the registry ([`crate::checks::ALL`]);
+/// [`crate::checks::codes`] and [`crate::checks::code`] go through the
+/// registry, so the codes, `artifact-check codes` and `docs/checks.md` (a
+/// test) cannot drift.
+#[derive(Debug, Clone, Copy)]
+pub struct Code(pub &'static CodeDef);
+
+impl Code {
+    /// The code as written in reports and accepted by `--select`/`--ignore`.
+    pub fn as_str(self) -> &'static str {
+        self.0.id
+    }
+
+    /// The check that emits this code.
+    pub fn check(self) -> &'static str {
+        self.0.check
+    }
+
+    /// The severity a finding with this code gets.
+    pub fn severity(self) -> Severity {
+        self.0.severity
+    }
+
+    /// One line saying what the code means.
+    pub fn summary(self) -> &'static str {
+        self.0.summary
+    }
+}
+
+impl PartialEq for Code {
+    fn eq(&self, other: &Code) -> bool {
+        self.0.id == other.0.id
+    }
+}
+
+impl Eq for Code {}
+
+impl std::hash::Hash for Code {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.id.hash(state);
+    }
+}
+
+impl PartialOrd for Code {
+    fn partial_cmp(&self, other: &Code) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Code {
+    fn cmp(&self, other: &Code) -> std::cmp::Ordering {
+        self.0.id.cmp(other.0.id)
+    }
 }
 
 impl Serialize for Code {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.as_str())
+    }
+}
+
+/// Defines a check's codes: one constant per code and `CODES`, the list.
+///
+/// ```ignore
+/// define_codes! { "my_check";
+///     SOMETHING_WRONG => ("something-wrong", Error, "What is wrong"),
+/// }
+/// ```
+#[macro_export]
+macro_rules! define_codes {
+    ($check:literal; $( $name:ident => ($id:literal, $sev:ident, $summary:literal), )*) => {
+        $(
+            #[doc = $summary]
+            pub const $name: $crate::findings::Code = $crate::findings::Code(&$crate::findings::CodeDef {
+                id: $id,
+                check: $check,
+                severity: $crate::findings::Severity::$sev,
+                summary: $summary,
+            });
+        )*
+        /// This module's codes, in documentation order.
+        pub const CODES: &[$crate::findings::Code] = &[$($name,)*];
+    };
+}
+
+/// The codes of reading the run directory: every reader's problems, which
+/// the `artifacts` check reports.
+pub mod reading {
+    crate::define_codes! { "artifacts";
+        MISSING_ARTIFACT => ("missing-artifact", Warning,
+            "An artifact a check needs is not in the run directory"),
+        UNREADABLE_FILE => ("unreadable-file", Error,
+            "A file exists but cannot be read (permissions, a directory in its place, I/O error)"),
+        EMPTY_FILE => ("empty-file", Error,
+            "An artifact file is empty"),
+        INVALID_JSON => ("invalid-json", Error,
+            "A JSON artifact is not valid JSON or a field has the wrong type"),
+        INVALID_RECORD => ("invalid-record", Error,
+            "A line of a JSON-lines artifact is not valid JSON or a field has the wrong type"),
+        TRUNCATED_RECORD => ("truncated-record", Warning,
+            "The last line of a JSON-lines artifact is cut off (the run was killed mid-write)"),
+        OVERSIZED_LINE => ("oversized-line", Error,
+            "A line of a JSON-lines artifact is longer than the reader accepts; it was skipped"),
+        UNKNOWN_SCHEMA_VERSION => ("unknown-schema-version", Warning,
+            "An artifact declares a schema version this tool was not built for"),
+        SYMLINK_OUTSIDE_RUN => ("symlink-outside-run", Warning,
+            "An artifact is a symlink that leads outside the run directory (it was read)"),
     }
 }
 
@@ -285,19 +289,20 @@ mod tests {
     #[test]
     fn codes_are_unique_kebab_case_and_round_trip() {
         let mut seen = HashSet::new();
-        for &code in Code::ALL {
+        for code in crate::checks::codes() {
             let s = code.as_str();
             assert!(seen.insert(s), "duplicate code {s}");
             assert!(s.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{s}");
-            assert_eq!(Code::parse(s), Some(code));
+            assert_eq!(crate::checks::code(s), Some(code));
             assert!(!code.summary().is_empty());
         }
-        assert_eq!(Code::parse("no-such-code"), None);
+        assert!(seen.len() > 30);
+        assert_eq!(crate::checks::code("no-such-code"), None);
     }
 
     #[test]
     fn non_finite_effects_are_dropped() {
-        let f = Finding::new(Code::PrefixCacheGap, "x").effect("gap", f64::NAN, "pp");
+        let f = Finding::new(reading::EMPTY_FILE, "x").effect("gap", f64::NAN, "pp");
         assert!(f.effect.is_empty());
     }
 }

@@ -39,12 +39,12 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::checks::{CheckStatus, Checks, Ctx};
+use crate::checks::{CheckResult, CheckStatus, Checks, Ctx};
 use crate::claims::Claim;
 pub use crate::config::CodeFilter;
 use crate::config::Settings;
 use crate::discover::PathError;
-use crate::findings::{Code, Finding, Severity};
+use crate::findings::{reading, Finding, Severity};
 use crate::model::{PhaseModel, RunModel};
 
 /// Version of the JSON report's layout (`docs/report-schema.md`).
@@ -102,6 +102,10 @@ pub struct RunReport {
     pub claims: Vec<claims::ClaimResult>,
     /// Every finding, in check order.
     pub findings: Vec<Finding>,
+    /// Request-scoped metrics the user named that this run's server export
+    /// does not have (a name in no run is an error of the audit).
+    #[serde(skip)]
+    pub unknown_user_metrics: Vec<String>,
 }
 
 impl RunReport {
@@ -173,24 +177,41 @@ pub fn audit_run(dir: &Path, settings: &Settings, claims: &[Claim]) -> RunReport
         model: &model,
         settings,
     };
-    let (mut checks, mut findings) = checks::run_all(&ctx);
-    let (claims, mut claim_findings) = if claims.is_empty() {
+    let mut findings = Vec::new();
+    let mut outputs = Vec::new();
+    for (check, out) in checks::run_all(&ctx) {
+        findings.extend(out.findings);
+        outputs.push((check.name, out.report, out.cannot_tell));
+    }
+    let (claims, claim_findings) = if claims.is_empty() {
         (Vec::new(), Vec::new())
     } else {
         claims::evaluate(claims, ctx.records(), settings)
     };
-    findings.append(&mut claim_findings);
-    let findings: Vec<Finding> = findings
-        .into_iter()
-        .filter(|f| settings.filter.keeps(f.code))
-        .collect();
-    restatus(&mut checks, &findings);
+    findings.extend(claim_findings);
+    findings.retain(|f| settings.filter.keeps(f.code));
+    // Statuses follow the findings that survived the filter, once.
+    let checks = Checks(
+        outputs
+            .into_iter()
+            .map(|(name, report, reason)| CheckResult {
+                name,
+                status: CheckStatus::from_findings(
+                    findings.iter().filter(|f| f.check == name),
+                    reason.is_some(),
+                ),
+                reason,
+                report,
+            })
+            .collect(),
+    );
     let mut phases = BTreeMap::new();
     if let Some(w) = model.warmup.clone() {
         phases.insert("warmup", w);
     }
     phases.insert("profiling", model.profiling.clone());
-    let status = if run.unreadable || findings.iter().any(|f| f.code == Code::UnreadableFile) {
+    let unreadable = findings.iter().any(|f| f.code == reading::UNREADABLE_FILE);
+    let status = if run.unreadable || unreadable {
         RunStatus::Error
     } else {
         match findings.iter().map(|f| f.severity).max() {
@@ -199,6 +220,13 @@ pub fn audit_run(dir: &Path, settings: &Settings, claims: &[Claim]) -> RunReport
             _ => RunStatus::Pass,
         }
     };
+    let unknown_user_metrics = settings
+        .phase
+        .extra_metrics
+        .iter()
+        .filter(|(name, _)| !run.server.as_ref().is_some_and(|s| s.has_cumulative(name)))
+        .map(|(name, _)| name.clone())
+        .collect();
     // Freeing a large run's records takes a while (about 0.01 s per 400,000
     // records): do it beside whatever the caller does next (rendering the
     // report), not before returning. If no thread can be started, the run is
@@ -218,41 +246,8 @@ pub fn audit_run(dir: &Path, settings: &Settings, claims: &[Claim]) -> RunReport
         checks,
         claims,
         findings,
+        unknown_user_metrics,
     }
-}
-
-/// Check statuses follow the findings that survive the filter.
-fn restatus(checks: &mut Checks, findings: &[Finding]) {
-    let of = |name: &str| {
-        findings
-            .iter()
-            .filter(|f| f.check == name)
-            .cloned()
-            .collect::<Vec<_>>()
-    };
-    let redo = |status: &mut CheckStatus, name: &str, unknown: bool| {
-        *status = CheckStatus::from_findings(&of(name), unknown);
-    };
-    redo(
-        &mut checks.artifacts.status,
-        "artifacts",
-        checks.artifacts.reason.is_some(),
-    );
-    redo(
-        &mut checks.phase_contamination.status,
-        "phase_contamination",
-        checks.phase_contamination.reason.is_some(),
-    );
-    redo(
-        &mut checks.cold_connections.status,
-        "cold_connections",
-        checks.cold_connections.reason.is_some(),
-    );
-    redo(
-        &mut checks.prefix_cache.status,
-        "prefix_cache",
-        checks.prefix_cache.reason.is_some(),
-    );
 }
 
 /// Audits every run under `paths`, in parallel on the current rayon pool;
@@ -305,12 +300,8 @@ pub fn audit_with_progress(
     // A user-named metric that exists in no run is a mistake, not a pass.
     let mut errors = errors;
     for (name, _) in &settings.phase.extra_metrics {
-        let bare = name.strip_suffix("_total").unwrap_or(name);
-        let seen = runs.iter().any(|r| {
-            let rows = &r.checks.phase_contamination.metrics;
-            rows.iter().any(|m| m.metric == bare || m.metric == *name)
-        });
-        if !seen && !runs.is_empty() {
+        let nowhere = runs.iter().all(|r| r.unknown_user_metrics.contains(name));
+        if nowhere && !runs.is_empty() {
             errors.push(PathError {
                 path: format!("--request-scoped-metric {name}"),
                 message: "this metric exists in no audited run (misspelt?)".into(),

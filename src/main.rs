@@ -17,9 +17,8 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 
 use artifact_check::cli::{AuditArgs, CleanArgs, Cli, Command};
-use artifact_check::findings::Code;
 use artifact_check::report::{self, Format};
-use artifact_check::{claims, clean, config, EXIT_ERROR};
+use artifact_check::{checks, claims, clean, config, EXIT_ERROR};
 
 #[global_allocator]
 static ALLOC: alloc::HugePages = alloc::HugePages;
@@ -54,7 +53,7 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
     if args.paths.is_empty() {
         bail!("give at least one PATH (a run directory or a folder of runs)");
     }
-    let settings = config::resolve(args.config.as_deref(), &args.layer())?.settings;
+    let settings = config::resolve(args.config.as_deref(), &args.layer(), checks::code)?.settings;
     let claims = match &args.expect {
         Some(path) => claims::read(path)?,
         None => Vec::new(),
@@ -114,7 +113,7 @@ fn progress_bar(paths: &[std::path::PathBuf]) -> Option<indicatif::ProgressBar> 
 }
 
 fn print_config(explicit: Option<&std::path::Path>) -> Result<i32> {
-    let resolved = config::resolve(explicit, &config::Layer::default())?;
+    let resolved = config::resolve(explicit, &config::Layer::default(), checks::code)?;
     match &resolved.file {
         Some(p) => println!(
             "# effective configuration: {} over the defaults",
@@ -131,7 +130,7 @@ fn print_config(explicit: Option<&std::path::Path>) -> Result<i32> {
 }
 
 fn run_clean(args: &CleanArgs) -> Result<i32> {
-    let settings = config::resolve(args.config.as_deref(), &args.thresholds.layer())?.settings;
+    let settings = config::resolve(args.config.as_deref(), &args.thresholds.layer(), checks::code)?.settings;
     let ex = clean::Exclusions {
         cold: args.exclude_cold,
         errors: args.exclude_errors,
@@ -161,7 +160,7 @@ fn run_clean(args: &CleanArgs) -> Result<i32> {
 
 fn list_codes() -> Result<i32> {
     let mut out = io::stdout().lock();
-    for c in Code::ALL {
+    for c in checks::codes() {
         writeln!(
             out,
             "{:<32} {:<20} {:<8} {}",

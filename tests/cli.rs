@@ -164,7 +164,7 @@ fn parallel_output_is_identical_to_serial() {
 fn codes_subcommand_lists_every_code() {
     let (stdout, _, code) = cli(&["codes"]);
     assert_eq!(code, 0);
-    for c in artifact_check::findings::Code::ALL {
+    for c in artifact_check::checks::codes() {
         assert_eq!(
             stdout
                 .lines()

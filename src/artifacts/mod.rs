@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use crate::findings::{Code, Finding};
+use crate::findings::{reading, Finding};
 
 /// Files whose presence makes a directory a run directory.
 pub const RUN_MARKERS: &[&str] = &[summary::FILE, records::FILE, server_metrics::FILE];
@@ -93,7 +93,7 @@ fn open_noting_links(dir: &Path, name: &str, findings: &mut Vec<Finding>) -> Ope
             if !target.starts_with(&root) {
                 findings.push(
                     Finding::new(
-                        Code::SymlinkOutsideRun,
+                        reading::SYMLINK_OUTSIDE_RUN,
                         format!(
                             "{name} is a symlink to {}, outside the run directory; it was read",
                             target.display()
@@ -131,7 +131,7 @@ fn open(dir: &Path, name: &str) -> Opened {
             let len = f.metadata().map(|m| m.len()).unwrap_or(0);
             if len == 0 {
                 return Opened::Problem(
-                    Finding::new(Code::EmptyFile, format!("{name} is empty")).file(name),
+                    Finding::new(reading::EMPTY_FILE, format!("{name} is empty")).file(name),
                 );
             }
             Opened::File(f, len)
@@ -141,7 +141,11 @@ fn open(dir: &Path, name: &str) -> Opened {
 }
 
 fn unreadable(name: &str, why: &str) -> Finding {
-    Finding::new(Code::UnreadableFile, format!("cannot read {name}: {why}")).file(name)
+    Finding::new(
+        reading::UNREADABLE_FILE,
+        format!("cannot read {name}: {why}"),
+    )
+    .file(name)
 }
 
 fn read_json<T>(
@@ -175,7 +179,7 @@ fn read_json<T>(
         Err((path, msg)) => {
             let (line, msg) = split_serde_position(&msg);
             let mut f = Finding::new(
-                Code::InvalidJson,
+                reading::INVALID_JSON,
                 match &path {
                     Some(p) if p != "." => format!("{name}: field {p}: {msg}"),
                     _ => format!("{name}: {msg}"),
@@ -263,7 +267,7 @@ pub fn load(dir: &Path) -> RunArtifacts {
         if !present && !already {
             f.push(
                 Finding::new(
-                    Code::MissingArtifact,
+                    reading::MISSING_ARTIFACT,
                     format!("{name} is not in the run directory; checks that need it cannot tell"),
                 )
                 .file(name),
@@ -295,7 +299,7 @@ fn check_schema(findings: &mut Vec<Finding>, file: &str, found: Option<&str>, kn
         if !known.contains(&v) {
             findings.push(
                 Finding::new(
-                    Code::UnknownSchemaVersion,
+                    reading::UNKNOWN_SCHEMA_VERSION,
                     format!(
                         "{file} declares schema_version {v:?}; this tool knows {}; fields may \
                          have moved, so figures from it are read on a best-effort basis",

@@ -21,7 +21,7 @@ use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use crate::findings::{Code, Finding};
+use crate::findings::{reading, Finding};
 
 mod fast;
 #[cfg(any(test, feature = "fuzzing"))]
@@ -508,14 +508,16 @@ fn parse_line(text: LineText, line: u64, shapes: &mut fast::Shapes) -> LineOutco
 /// For valid UTF-8, reading bytes fails exactly as reading the text did.
 fn bad_line_finding(bytes: &[u8], line: u64, last_unterminated: bool) -> Finding {
     match serde_json::from_slice::<RawRecord>(bytes).map(|raw| convert(raw, line)) {
-        Ok(Err((field, msg))) => Finding::new(Code::InvalidRecord, format!("line {line}: {msg}"))
-            .file(FILE)
-            .line(line)
-            .field(field),
+        Ok(Err((field, msg))) => {
+            Finding::new(reading::INVALID_RECORD, format!("line {line}: {msg}"))
+                .file(FILE)
+                .line(line)
+                .field(field)
+        }
         Err(e) => describe_error(bytes, line, e, last_unterminated),
         // Not reached: the same bytes read the same way.
         Ok(Ok(_)) => Finding::new(
-            Code::InvalidRecord,
+            reading::INVALID_RECORD,
             format!("line {line} could not be read as a record"),
         )
         .file(FILE)
@@ -578,7 +580,7 @@ fn describe_error(
     };
     if err.is_eof() && last_unterminated {
         return Finding::new(
-            Code::TruncatedRecord,
+            reading::TRUNCATED_RECORD,
             format!(
                 "line {line} is cut off after {} bytes (the run was probably killed while \
                  writing); the record is skipped",
@@ -593,7 +595,7 @@ fn describe_error(
         None => format!("line {line}: {err}"),
     };
     let mut f = Finding::new(
-        Code::InvalidRecord,
+        reading::INVALID_RECORD,
         format!("{what}; the record is skipped"),
     )
     .file(FILE)
@@ -787,7 +789,7 @@ impl Merge {
             let line = 1 + before + skipped_before;
             self.out.findings.push(
                 Finding::new(
-                    Code::OversizedLine,
+                    reading::OVERSIZED_LINE,
                     format!(
                         "line {line} is longer than {} MiB; it is skipped",
                         MAX_LINE_BYTES >> 20
@@ -1222,7 +1224,7 @@ mod tests {
         let r = read_str(&format!("{GOOD}\n{}", &GOOD[..40]));
         assert_eq!(r.records.len(), 1);
         assert_eq!(r.findings.len(), 1);
-        assert_eq!(r.findings[0].code, Code::TruncatedRecord);
+        assert_eq!(r.findings[0].code, reading::TRUNCATED_RECORD);
         assert_eq!(r.findings[0].line, Some(2));
     }
 
@@ -1232,7 +1234,7 @@ mod tests {
         let r = read_str(&format!("{GOOD}\n{bad}\n{GOOD}\n"));
         assert_eq!(r.records.len(), 2);
         let f = &r.findings[0];
-        assert_eq!(f.code, Code::InvalidRecord);
+        assert_eq!(f.code, reading::INVALID_RECORD);
         assert_eq!(f.line, Some(2));
         assert_eq!(
             f.field.as_deref(),
@@ -1244,7 +1246,7 @@ mod tests {
     fn not_json_in_the_middle_is_an_error_not_a_truncation() {
         let r = read_str(&format!("{GOOD}\n{{oops\n{GOOD}\n"));
         assert_eq!(r.records.len(), 2);
-        assert_eq!(r.findings[0].code, Code::InvalidRecord);
+        assert_eq!(r.findings[0].code, reading::INVALID_RECORD);
         assert_eq!(r.findings[0].line, Some(2));
         assert_eq!(r.records[1].line, 3);
     }

@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader, Read};
 
 use serde::Deserialize;
 
-use crate::findings::{Code, Finding};
+use crate::findings::{reading, Finding};
 
 /// File name.
 pub const FILE: &str = "server_metrics_export.jsonl";
@@ -106,9 +106,9 @@ pub fn read_from(input: impl Read) -> std::io::Result<ScrapesRead> {
             Err(e) => {
                 let truncated = e.inner().is_eof() && !buf.ends_with(b"\n");
                 let code = if truncated {
-                    Code::TruncatedRecord
+                    reading::TRUNCATED_RECORD
                 } else {
-                    Code::InvalidRecord
+                    reading::INVALID_RECORD
                 };
                 let path = e.path().to_string();
                 let mut f = Finding::new(code, format!("line {line}: {}; skipped", e.inner()))

@@ -189,6 +189,16 @@ impl ServerMetricsExport {
         }
     }
 
+    /// Whether a counter or histogram family of this name (with or without
+    /// `_total`) is in either phase's section.
+    pub fn has_cumulative(&self, name: &str) -> bool {
+        [Some(&self.metrics), self.warmup_metrics.as_ref()]
+            .into_iter()
+            .flatten()
+            .filter_map(|f| lookup(f, name))
+            .any(|(_, f)| matches!(f.kind, MetricType::Counter | MetricType::Histogram))
+    }
+
     /// A window from `summary.phase_time_ranges`.
     pub fn window(&self, phase: &str) -> Option<Window> {
         self.summary.phase_time_ranges.get(phase).copied()

@@ -13,22 +13,39 @@
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
-use super::{CheckStatus, Ctx};
+use super::{Check, CheckOutput, CheckReport, Ctx};
 use crate::artifacts::records::{self, Metric, Phase};
 use crate::artifacts::summary;
-use crate::findings::{Code, Finding};
+use crate::findings::{reading, Finding};
 use crate::stats;
+
+/// The check.
+pub const CHECK: Check = Check {
+    name: "artifacts",
+    codes: &[reading::CODES, CODES],
+    run,
+};
+
+crate::define_codes! { "artifacts";
+    DUPLICATE_REQUEST_ID => ("duplicate-request-id", Warning,
+        "Two records carry the same x_request_id"),
+    INVALID_TIMESTAMPS => ("invalid-timestamps", Warning,
+        "A record ends before it starts"),
+    REQUEST_COUNT_MISMATCH => ("request-count-mismatch", Warning,
+        "The configured request count of a phase differs from its successful records"),
+    SUMMARY_MISMATCH => ("summary-mismatch", Error,
+        "profile_export_aiperf.json disagrees with the records in profile_export.jsonl"),
+    RUN_INCOMPLETE => ("run-incomplete", Warning,
+        "AIPerf marked the run cancelled or incomplete"),
+}
 
 /// Figures of the `artifacts` check.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
-    /// pass / warn / fail / unknown.
-    pub status: CheckStatus,
-    /// Why the check could not tell, when it could not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
     /// Files read.
     pub files_read: Vec<&'static str>,
     /// Lines in `profile_export.jsonl`.
@@ -63,8 +80,29 @@ const RECOMPUTED: &[Metric] = &[
     Metric::InterTokenLatency,
 ];
 
+impl CheckReport for Report {
+    fn summary(&self, reason: Option<&str>) -> String {
+        if let Some(r) = reason {
+            return format!("cannot tell: {r}");
+        }
+        let agreeing = self
+            .summary_metrics_compared
+            .iter()
+            .filter(|x| x.agrees)
+            .count();
+        format!(
+            "{} file(s) read; {} record(s) parsed of {} line(s); AIPerf's summary agrees on \
+             {agreeing}/{} recomputed statistics",
+            self.files_read.len(),
+            self.records_parsed.unwrap_or(0),
+            self.record_lines.unwrap_or(0),
+            self.summary_metrics_compared.len()
+        )
+    }
+}
+
 /// Runs the check.
-pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
+pub fn run(ctx: &Ctx) -> CheckOutput {
     let run = ctx.run;
     let mut findings = run.findings.clone();
     let mut files_read = Vec::new();
@@ -95,16 +133,19 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     }
     manifest_agreement(ctx, &mut findings);
 
-    let could_not_tell = run.unreadable;
     let report = Report {
-        status: CheckStatus::from_findings(&findings, could_not_tell),
-        reason: could_not_tell.then(|| "no artifact of the run could be read".to_string()),
         files_read,
         record_lines: run.records.as_ref().map(|r| r.lines),
         records_parsed: run.records.as_ref().map(|r| r.records.len() as u64),
         summary_metrics_compared: compared,
     };
-    (report, findings)
+    CheckOutput {
+        report: Arc::new(report),
+        findings,
+        cannot_tell: run
+            .unreadable
+            .then(|| "no artifact of the run could be read".to_string()),
+    }
 }
 
 fn request_counts(ctx: &Ctx, findings: &mut Vec<Finding>) {
@@ -130,7 +171,7 @@ fn request_counts(ctx: &Ctx, findings: &mut Vec<Finding>) {
         };
         findings.push(
             Finding::new(
-                Code::RequestCountMismatch,
+                REQUEST_COUNT_MISMATCH,
                 format!(
                     "{} was configured for {configured} requests but has {successful} \
                      successful records: {why}",
@@ -160,7 +201,7 @@ fn run_completion(ctx: &Ctx, findings: &mut Vec<Finding>) {
     if s.was_cancelled == Some(true) {
         findings.push(
             Finding::new(
-                Code::RunIncomplete,
+                RUN_INCOMPLETE,
                 "AIPerf marked the profiling run as cancelled",
             )
             .file(summary::FILE)
@@ -171,7 +212,7 @@ fn run_completion(ctx: &Ctx, findings: &mut Vec<Finding>) {
         let why = s.incomplete_reason.as_deref().unwrap_or("no reason given");
         findings.push(
             Finding::new(
-                Code::RunIncomplete,
+                RUN_INCOMPLETE,
                 format!("AIPerf finalized the results without all records: {why}"),
             )
             .file(summary::FILE)
@@ -218,7 +259,7 @@ fn summary_agreement(
     let mut mismatch = |what: String, field: String, published: f64, recomputed: f64| {
         findings.push(
             Finding::new(
-                Code::SummaryMismatch,
+                SUMMARY_MISMATCH,
                 format!(
                     "{what}: {} says {published}, the records give {recomputed}",
                     summary::FILE
@@ -277,7 +318,7 @@ fn summary_agreement(
             if !agrees {
                 findings.push(
                     Finding::new(
-                        Code::SummaryMismatch,
+                        SUMMARY_MISMATCH,
                         format!(
                             "{} {stat}: {} publishes {published}, the profiling records give \
                              {recomputed}",
@@ -341,7 +382,7 @@ fn manifest_agreement(ctx: &Ctx, findings: &mut Vec<Finding>) {
             if published != records {
                 findings.push(
                     Finding::new(
-                        Code::SummaryMismatch,
+                        SUMMARY_MISMATCH,
                         format!(
                             "{}: {} {field} is {published}, the records give {records}",
                             crate::artifacts::MANIFEST_FILE,
@@ -385,7 +426,7 @@ fn record_sanity(records: &[records::Record], findings: &mut Vec<Finding>) {
     for (id, first, line) in duplicates.iter().take(20) {
         findings.push(
             Finding::new(
-                Code::DuplicateRequestId,
+                DUPLICATE_REQUEST_ID,
                 format!("x_request_id {id} on line {line} was already used on line {first}"),
             )
             .file(records::FILE)
@@ -396,7 +437,7 @@ fn record_sanity(records: &[records::Record], findings: &mut Vec<Finding>) {
     if duplicates.len() > 20 {
         findings.push(
             Finding::new(
-                Code::DuplicateRequestId,
+                DUPLICATE_REQUEST_ID,
                 format!(
                     "{} more duplicate x_request_ids not listed",
                     duplicates.len() - 20
@@ -409,7 +450,7 @@ fn record_sanity(records: &[records::Record], findings: &mut Vec<Finding>) {
     if let Some(&line) = backwards.first() {
         findings.push(
             Finding::new(
-                Code::InvalidTimestamps,
+                INVALID_TIMESTAMPS,
                 format!(
                     "{} record(s) end before they start (first on line {line}); their latency \
                      and timing-based attribution are meaningless",

@@ -16,15 +16,32 @@
 //! describe the network setup, not the server.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::{CheckStatus, Ctx};
+use super::{Check, CheckOutput, CheckReport, CheckStatus, Ctx, Detail};
 use crate::artifacts::records::{self, Metric, Phase, Record, RequestRef};
 use crate::config::ColdSettings;
-use crate::findings::{Code, Finding};
+use crate::findings::Finding;
 use crate::stats::{self, DiffInterval};
+
+/// The check.
+pub const CHECK: Check = Check {
+    name: "cold_connections",
+    codes: &[CODES],
+    run,
+};
+
+crate::define_codes! { "cold_connections";
+    COLD_CONNECTION_BIAS => ("cold-connection-bias", Warning,
+        "Cold-connection requests move a published statistic by more than the threshold"),
+    ALL_CONNECTIONS_COLD => ("all-connections-cold", Warning,
+        "Every profiling request opened a new connection; there is no warm baseline"),
+    CONNECTION_FIELDS_MISSING => ("connection-fields-missing", Info,
+        "Records lack the HTTP connection fields; cold requests cannot be told apart"),
+}
 
 /// The per-request metrics whose bias is reported: the published ones.
 pub use crate::model::selection::PUBLISHED as KEY_METRICS;
@@ -85,11 +102,6 @@ pub struct MetricStat {
 /// Figures of the `cold_connections` check.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
-    /// pass / warn / fail / unknown.
-    pub status: CheckStatus,
-    /// Why the check could not tell.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
     /// Profiling records classified.
     pub profiling_records: usize,
     /// Cold profiling records.
@@ -181,8 +193,64 @@ impl Columns {
     }
 }
 
+impl CheckReport for Report {
+    fn summary(&self, reason: Option<&str>) -> String {
+        let why = reason.map(|r| format!("cannot tell: {r}"));
+        if self.profiling_records == 0 {
+            return why.unwrap_or_default();
+        }
+        let ttft = self
+            .metrics
+            .iter()
+            .find(|m| m.metric == "time_to_first_token" && m.stat == "p99")
+            .and_then(|m| m.bias_pct)
+            .map(|b| format!("; TTFT p99 {b:+.1} % vs warm only"))
+            .unwrap_or_default();
+        format!(
+            "{}profiling: {} cold, {} warm, {} unknown of {}{ttft}{}",
+            why.map(|w| format!("{w}; ")).unwrap_or_default(),
+            self.cold,
+            self.warm,
+            self.unknown,
+            self.profiling_records,
+            if self.all_cold {
+                "; no warm baseline"
+            } else {
+                ""
+            }
+        )
+    }
+
+    fn details(&self, status: CheckStatus) -> Vec<Detail> {
+        // The bias table needs a warm baseline; without one it is all n/a.
+        let shown = matches!(status, CheckStatus::Warn | CheckStatus::Fail) && !self.all_cold;
+        if !shown || self.metrics.is_empty() {
+            return Vec::new();
+        }
+        let rows = self
+            .metrics
+            .iter()
+            .map(|m| {
+                vec![
+                    m.metric.to_string(),
+                    m.stat.to_string(),
+                    crate::report::fmt_opt(m.all, 3),
+                    crate::report::fmt_opt(m.warm_only, 3),
+                    m.bias_pct
+                        .map(|b| format!("{b:+.1} %"))
+                        .unwrap_or_else(|| "n/a".into()),
+                ]
+            })
+            .collect();
+        vec![Detail {
+            header: vec!["metric", "stat", "all", "warm only", "bias"],
+            rows,
+        }]
+    }
+}
+
 /// Runs the check.
-pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
+pub fn run(ctx: &Ctx) -> CheckOutput {
     let s = &ctx.settings.cold;
     let thresholds = Thresholds {
         dns_lookup_ms: s.dns_ms,
@@ -192,8 +260,11 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     };
     let mut findings = Vec::new();
     let Some(records) = ctx.records() else {
-        let report = empty(thresholds, format!("{} was not read", records::FILE));
-        return (report, findings);
+        return CheckOutput {
+            report: Arc::new(empty(thresholds)),
+            findings,
+            cannot_tell: Some(format!("{} was not read", records::FILE)),
+        };
     };
     // One walk over the records: the counts per phase, the cold ids, the
     // cold successful records, and for each key metric the values of the
@@ -253,7 +324,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         );
         findings.push(
             Finding::new(
-                Code::ConnectionFieldsMissing,
+                CONNECTION_FIELDS_MISSING,
                 format!(
                     "cannot tell: none of the {} profiling records has the HTTP connection \
                      fields (older AIPerf or a non-HTTP transport)",
@@ -295,7 +366,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
             .unwrap_or_default();
         findings.push(
             Finding::new(
-                Code::AllConnectionsCold,
+                ALL_CONNECTIONS_COLD,
                 format!(
                     "every one of the {classified} classified profiling requests opened a new \
                      connection (a server without keep-alive, or connection reuse off), so \
@@ -319,10 +390,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         ));
     }
 
-    let could_not_tell = reason.is_some();
     let report = Report {
-        status: CheckStatus::from_findings(&findings, could_not_tell),
-        reason,
         profiling_records: c.records,
         cold: c.cold,
         warm: c.warm,
@@ -337,7 +405,11 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         metrics,
         noise,
     };
-    (report, findings)
+    CheckOutput {
+        report: Arc::new(report),
+        findings,
+        cannot_tell: reason,
+    }
 }
 
 /// One metric's all vs warm-only statistics, its noise test and its bias
@@ -403,7 +475,7 @@ fn metric_effect(
             None => "",
         };
         let mut f = Finding::new(
-            Code::ColdConnectionBias,
+            COLD_CONNECTION_BIAS,
             format!(
                 "{}: {} cold request(s) move {}{noise_note}",
                 metric.tag(),
@@ -474,10 +546,8 @@ fn overhead_share(cold: &[&Record]) -> Option<f64> {
     stats::mean(&shares)
 }
 
-fn empty(thresholds: Thresholds, reason: String) -> Report {
+fn empty(thresholds: Thresholds) -> Report {
     Report {
-        status: CheckStatus::Unknown,
-        reason: Some(reason),
         profiling_records: 0,
         cold: 0,
         warm: 0,

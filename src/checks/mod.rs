@@ -1,6 +1,14 @@
-//! The checks. Each is a module with a `run(&Ctx) -> (Report, Vec<Finding>)`
-//! function: it reads the parsed run, returns its figures as a typed report
-//! and its problems as findings, and never prints or decides exit codes.
+//! The checks, and the one seam they plug into.
+//!
+//! A check is a module that exports a [`Check`]: its name (its key in the
+//! JSON report), its finding codes (defined in the module with
+//! [`crate::define_codes!`]) and a `run` function from the run's context
+//! ([`Ctx`]) to a [`CheckOutput`]: its figures as a report of its own type
+//! ([`CheckReport`], which also writes its one-line summary and any detail
+//! tables), its findings, and, when it lacked what it needed, why it could
+//! not tell. Checks read the model and the artifacts; they never import each
+//! other, print, or decide a status or an exit code. [`ALL`] is the registry:
+//! adding a check is a new module plus one line there.
 //!
 //! A check that lacks what it needs says so: its status is `unknown` and its
 //! `reason` says why ("cannot tell, because ..."), never a silent pass.
@@ -10,47 +18,50 @@ pub mod cold_connections;
 pub mod phase_contamination;
 pub mod prefix_cache;
 
-use serde::Serialize;
+use std::any::Any;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 
 use crate::artifacts::RunArtifacts;
 use crate::config::Settings;
-use crate::findings::{Finding, Severity};
+use crate::findings::{Code, Finding, Severity};
 use crate::model::RunModel;
 
-/// What a check concluded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CheckStatus {
-    /// Nothing wrong.
-    Pass,
-    /// Could not tell (see `reason`).
-    Unknown,
-    /// Warning-level findings.
-    Warn,
-    /// Error-level findings.
-    Fail,
+/// The checks, in report order.
+pub const ALL: &[Check] = &[
+    artifacts::CHECK,
+    phase_contamination::CHECK,
+    cold_connections::CHECK,
+    prefix_cache::CHECK,
+];
+
+/// Every finding code, in registry order: each check's codes, then the
+/// claims'.
+pub fn codes() -> impl Iterator<Item = Code> {
+    ALL.iter()
+        .flat_map(|c| c.codes.iter().flat_map(|list| list.iter().copied()))
+        .chain(crate::claims::CODES.iter().copied())
 }
 
-impl CheckStatus {
-    /// From the check's findings; `unknown` when it could not run and found nothing.
-    pub fn from_findings(findings: &[Finding], could_not_tell: bool) -> CheckStatus {
-        match findings.iter().map(|f| f.severity).max() {
-            Some(Severity::Error) => CheckStatus::Fail,
-            Some(Severity::Warning) => CheckStatus::Warn,
-            _ if could_not_tell => CheckStatus::Unknown,
-            _ => CheckStatus::Pass,
-        }
-    }
+/// A finding code by its id.
+pub fn code(id: &str) -> Option<Code> {
+    codes().find(|c| c.as_str() == id)
+}
 
-    /// Lowercase name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CheckStatus::Pass => "pass",
-            CheckStatus::Unknown => "unknown",
-            CheckStatus::Warn => "warn",
-            CheckStatus::Fail => "fail",
-        }
-    }
+/// A check: what the registry knows of it.
+pub struct Check {
+    /// `snake_case` name: the key under `checks` in the JSON report, the
+    /// `check` of its findings.
+    pub name: &'static str,
+    /// Its finding codes, in lists (the `artifacts` check reports the
+    /// readers' codes and its own).
+    pub codes: &'static [&'static [Code]],
+    /// Runs it on one run.
+    pub run: fn(&Ctx) -> CheckOutput,
 }
 
 /// What every check gets.
@@ -70,40 +81,167 @@ impl Ctx<'_> {
     }
 }
 
-/// The reports of every check, keyed as in the JSON report.
-#[derive(Debug, Clone, Serialize)]
-pub struct Checks {
-    /// Artifact integrity and counts.
-    pub artifacts: artifacts::Report,
-    /// Phase split of server metrics.
-    pub phase_contamination: phase_contamination::Report,
-    /// Cold-connection requests and their bias.
-    pub cold_connections: cold_connections::Report,
-    /// Prefix-cache hit rates.
-    pub prefix_cache: prefix_cache::Report,
+/// What a check returns.
+pub struct CheckOutput {
+    /// Its figures.
+    pub report: Arc<dyn CheckReport>,
+    /// Its findings.
+    pub findings: Vec<Finding>,
+    /// Why it could not tell, when it could not: its status is then
+    /// `unknown` unless a warning or an error says more.
+    pub cannot_tell: Option<String>,
+}
+
+/// A check's figures: serialized under its name in the JSON report (after
+/// `status` and `reason`), summarised in one line and detail tables for the
+/// table report. Renderers read checks through this and nothing else.
+pub trait CheckReport: erased_serde::Serialize + Debug + Send + Sync + Any {
+    /// One line: what the check found, in figures (`reason` when it could
+    /// not tell).
+    fn summary(&self, reason: Option<&str>) -> String;
+
+    /// Tables of detail worth showing with this status.
+    fn details(&self, _status: CheckStatus) -> Vec<Detail> {
+        Vec::new()
+    }
+}
+
+erased_serde::serialize_trait_object!(CheckReport);
+
+impl dyn CheckReport {
+    /// The report as its own type (for library users and tests).
+    pub fn downcast<T: CheckReport>(&self) -> Option<&T> {
+        (self as &dyn Any).downcast_ref()
+    }
+}
+
+/// A table of detail: a header and rows of cells, rendered by the table
+/// format.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Detail {
+    /// Column names.
+    pub header: Vec<&'static str>,
+    /// Rows, as many cells as columns.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// What a check concluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckStatus {
+    /// Nothing wrong.
+    Pass,
+    /// Could not tell (see `reason`).
+    Unknown,
+    /// Warning-level findings.
+    Warn,
+    /// Error-level findings.
+    Fail,
+}
+
+impl CheckStatus {
+    /// From the check's findings; `unknown` when it could not run and found nothing.
+    pub fn from_findings<'a>(
+        findings: impl IntoIterator<Item = &'a Finding>,
+        could_not_tell: bool,
+    ) -> CheckStatus {
+        match findings.into_iter().map(|f| f.severity).max() {
+            Some(Severity::Error) => CheckStatus::Fail,
+            Some(Severity::Warning) => CheckStatus::Warn,
+            _ if could_not_tell => CheckStatus::Unknown,
+            _ => CheckStatus::Pass,
+        }
+    }
+
+    /// Lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckStatus::Pass => "pass",
+            CheckStatus::Unknown => "unknown",
+            CheckStatus::Warn => "warn",
+            CheckStatus::Fail => "fail",
+        }
+    }
+}
+
+/// One check's result in a run's report.
+#[derive(Debug, Clone)]
+pub struct CheckResult {
+    /// The check's name.
+    pub name: &'static str,
+    /// Its status, from the findings that survived `--select`/`--ignore`.
+    pub status: CheckStatus,
+    /// Why it could not tell.
+    pub reason: Option<String>,
+    /// Its figures.
+    pub report: Arc<dyn CheckReport>,
+}
+
+impl CheckResult {
+    /// The one-line summary.
+    pub fn summary(&self) -> String {
+        self.report.summary(self.reason.as_deref())
+    }
+
+    /// The detail tables for this status.
+    pub fn details(&self) -> Vec<Detail> {
+        self.report.details(self.status)
+    }
+}
+
+impl Serialize for CheckResult {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct View<'a> {
+            status: CheckStatus,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            reason: &'a Option<String>,
+            #[serde(flatten)]
+            report: &'a dyn CheckReport,
+        }
+        View {
+            status: self.status,
+            reason: &self.reason,
+            report: self.report.as_ref(),
+        }
+        .serialize(s)
+    }
+}
+
+/// Every check's result, in registry order; serialized as an object keyed
+/// by check name.
+#[derive(Debug, Clone, Default)]
+pub struct Checks(pub Vec<CheckResult>);
+
+impl Checks {
+    /// A check's result by name.
+    pub fn get(&self, name: &str) -> Option<&CheckResult> {
+        self.0.iter().find(|c| c.name == name)
+    }
+
+    /// A check's report as its own type.
+    pub fn report<T: CheckReport>(&self) -> Option<&T> {
+        self.0.iter().find_map(|c| c.report.downcast::<T>())
+    }
+
+    /// The results, in registry order.
+    pub fn iter(&self) -> impl Iterator<Item = &CheckResult> {
+        self.0.iter()
+    }
+}
+
+impl Serialize for Checks {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for c in &self.0 {
+            map.serialize_entry(c.name, c)?;
+        }
+        map.end()
+    }
 }
 
 /// Runs every check. They are independent, so they run in parallel; their
-/// findings are concatenated in a fixed order whatever the schedule.
-pub fn run_all(ctx: &Ctx) -> (Checks, Vec<Finding>) {
-    let ((artifacts, phase_contamination), (cold_connections, prefix_cache)) = rayon::join(
-        || rayon::join(|| artifacts::run(ctx), || phase_contamination::run(ctx)),
-        || rayon::join(|| cold_connections::run(ctx), || prefix_cache::run(ctx)),
-    );
-    let mut findings = Vec::new();
-    for mut f in [
-        artifacts.1,
-        phase_contamination.1,
-        cold_connections.1,
-        prefix_cache.1,
-    ] {
-        findings.append(&mut f);
-    }
-    let checks = Checks {
-        artifacts: artifacts.0,
-        phase_contamination: phase_contamination.0,
-        cold_connections: cold_connections.0,
-        prefix_cache: prefix_cache.0,
-    };
-    (checks, findings)
+/// outputs come back in registry order whatever the schedule.
+pub fn run_all(ctx: &Ctx) -> Vec<(&'static Check, CheckOutput)> {
+    ALL.par_iter().map(|c| (c, (c.run)(ctx))).collect()
 }

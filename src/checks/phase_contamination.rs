@@ -17,15 +17,44 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::{CheckStatus, Ctx};
+use super::{Check, CheckOutput, CheckReport, CheckStatus, Ctx, Detail};
 use crate::artifacts::records::{Phase, Record};
 use crate::artifacts::scrapes::Scrape;
 use crate::artifacts::server_metrics::{self, lookup, Family, MetricType, Series};
 use crate::findings::{Code, Finding, Severity};
+
+/// The check.
+pub const CHECK: Check = Check {
+    name: "phase_contamination",
+    codes: &[CODES],
+    run,
+};
+
+crate::define_codes! { "phase_contamination";
+    LATE_WARMUP_OBSERVATION => ("late-warmup-observation", Error,
+        "Warmup observations were counted in profiling (profiling +k, warmup -k)"),
+    PROFILING_LOST_TO_WARMUP => ("profiling-lost-to-warmup", Error,
+        "Profiling observations were counted in warmup (profiling -k, warmup +k)"),
+    PHASE_WINDOW_OVERLAP => ("phase-window-overlap", Warning,
+        "The warmup window closes after profiling has started"),
+    UNEXPLAINED_EXCESS => ("unexplained-excess", Error,
+        "A phase holds more observations than it had requests, with no matching deficit"),
+    UNEXPLAINED_DEFICIT => ("unexplained-deficit", Error,
+        "A phase holds fewer observations than it had requests, with no matching excess"),
+    COUNTER_WINDOW_EARLY => ("counter-window-early", Error,
+        "A counter's profiling timeslices start before profiling started"),
+    COUNTER_RESET => ("counter-reset", Error,
+        "A cumulative server metric went down: the server restarted or the series was reset"),
+    AIPERF_VERSION_ADVISORY => ("aiperf-version-advisory", Info,
+        "This AIPerf version takes the end-of-warmup scrape without a flush barrier"),
+    PHASE_CHECK_UNKNOWN => ("phase-check-unknown", Info,
+        "The phase split cannot be checked: no request-scoped server metric or no records"),
+}
 use crate::frameworks::{role_of, ObservedAt, RequestScoped, REQUEST_SCOPED};
 use crate::stats::{le_text, le_value, merge_buckets, remove_observations, Percentiles};
 
@@ -202,11 +231,6 @@ pub struct Windows {
 /// Figures of the `phase_contamination` check.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
-    /// pass / warn / fail / unknown.
-    pub status: CheckStatus,
-    /// Why the check could not tell.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
     /// A request-scoped metric that splits exactly: the evidence that the
     /// request counts are right and a mismatch is the metric's own.
     pub control_metric: Option<String>,
@@ -245,11 +269,10 @@ fn count_of(series: &[&Series], kind: MetricType) -> Option<f64> {
 }
 
 /// Runs the check.
-pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
+pub fn run(ctx: &Ctx) -> CheckOutput {
     let mut findings = Vec::new();
+    let mut reason = None;
     let mut report = Report {
-        status: CheckStatus::Unknown,
-        reason: None,
         control_metric: None,
         metrics: Vec::new(),
         windows: Windows::default(),
@@ -258,9 +281,8 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     };
     advisory(ctx, &mut findings);
     let Some(server) = ctx.run.server.as_ref() else {
-        report.reason = Some(format!("{} was not read", server_metrics::FILE));
-        report.status = CheckStatus::from_findings(&findings, true);
-        return (report, findings);
+        let why = format!("{} was not read", server_metrics::FILE);
+        return output(report, findings, Some(why));
     };
     report.windows = windows(ctx, &mut findings);
     counter_windows(ctx, server, &mut findings);
@@ -291,20 +313,10 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         })
         .collect();
     if found.is_empty() {
-        report.reason = Some(
-            "no request-scoped server metric (a per-request histogram or counter of a known \
-             framework) is in the export, so the phase split cannot be checked"
-                .into(),
-        );
-        findings.push(
-            Finding::new(
-                Code::PhaseCheckUnknown,
-                report.reason.clone().unwrap_or_default(),
-            )
-            .file(server_metrics::FILE),
-        );
-        report.status = CheckStatus::from_findings(&findings, true);
-        return (report, findings);
+        let why = "no request-scoped server metric (a per-request histogram or counter of a \
+                   known framework) is in the export, so the phase split cannot be checked";
+        findings.push(Finding::new(PHASE_CHECK_UNKNOWN, why).file(server_metrics::FILE));
+        return output(report, findings, Some(why.to_string()));
     }
 
     // Endpoints with traffic: those on which any request-scoped metric moved.
@@ -347,7 +359,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         .as_ref()
         .and_then(|_| expected(Phase::Warmup));
     if exp_p.is_none() {
-        report.reason = Some(
+        reason = Some(
             "neither profile_export.jsonl nor a configured request count says how many \
              requests there were"
                 .into(),
@@ -565,8 +577,103 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     for p in &problems {
         findings.extend(p.findings(report.control_metric.as_deref(), &report.windows));
     }
-    report.status = CheckStatus::from_findings(&findings, report.reason.is_some());
-    (report, findings)
+    output(report, findings, reason)
+}
+
+fn output(report: Report, findings: Vec<Finding>, cannot_tell: Option<String>) -> CheckOutput {
+    CheckOutput {
+        report: Arc::new(report),
+        findings,
+        cannot_tell,
+    }
+}
+
+impl CheckReport for Report {
+    fn summary(&self, reason: Option<&str>) -> String {
+        if let Some(r) = reason {
+            return format!("cannot tell: {r}");
+        }
+        let all = || self.metrics.iter().filter(|m| m.endpoint == "all");
+        let compared: BTreeSet<&str> = all().map(|m| m.metric.as_str()).collect();
+        let bad: BTreeSet<&str> = all()
+            .filter(|m| {
+                !matches!(
+                    m.classification,
+                    "ok" | "not_compared" | "no_traffic" | "unknown"
+                )
+            })
+            .map(|m| m.metric.as_str())
+            .collect();
+        let mut s = format!(
+            "{} request-scoped metric(s) compared; {} mismatched",
+            compared.len(),
+            bad.len()
+        );
+        if let Some(ctl) = &self.control_metric {
+            s.push_str(&format!("; control {ctl}"));
+        }
+        if let Some(o) = self.windows.overlap_ms.filter(|o| *o > 0.0) {
+            s.push_str(&format!("; windows overlap {o:.1} ms"));
+        }
+        if self.repaired_from_raw_scrapes {
+            s.push_str("; repaired from raw scrapes");
+        }
+        s
+    }
+
+    fn details(&self, status: CheckStatus) -> Vec<Detail> {
+        let rows: Vec<Vec<String>> = self
+            .metrics
+            .iter()
+            .filter(|m| m.endpoint == "all")
+            .map(|m| {
+                let expected = m
+                    .expected_count
+                    .map(|e| {
+                        if e.min == e.max {
+                            e.min.to_string()
+                        } else {
+                            format!("{}-{}", e.min, e.max)
+                        }
+                    })
+                    .unwrap_or_else(|| "n/a".into());
+                let corrected = m
+                    .corrected
+                    .as_ref()
+                    .map(|c| format!("{} ({})", c.count, c.exactness))
+                    .unwrap_or_default();
+                let role = m
+                    .role
+                    .as_deref()
+                    .map(|r| format!(" [{r}]"))
+                    .unwrap_or_default();
+                vec![
+                    format!("{}{role}", m.metric),
+                    m.phase.to_string(),
+                    expected,
+                    crate::report::fmt_opt(m.found_count, 0),
+                    m.delta
+                        .map(|d| format!("{d:+}"))
+                        .unwrap_or_else(|| "n/a".into()),
+                    m.classification.to_string(),
+                    corrected,
+                ]
+            })
+            .collect();
+        if status == CheckStatus::Pass || rows.is_empty() {
+            return Vec::new();
+        }
+        let header = vec![
+            "metric",
+            "phase",
+            "expected",
+            "found",
+            "delta",
+            "classification",
+            "corrected",
+        ];
+        vec![Detail { header, rows }]
+    }
 }
 
 fn in_role<'a>(fam: Option<&'a Family>, role: Option<&str>) -> Vec<&'a Series> {
@@ -750,13 +857,13 @@ impl Problem {
         if dp > 0.0 && dw < 0.0 {
             let k = dp.min(-dw);
             out.push(mk(
-                Code::LateWarmupObservation,
+                LATE_WARMUP_OBSERVATION,
                 format!(
                     "{k} warmup observation(s) published after the end-of-warmup scrape were \
                      counted in profiling (this metric is observed at {})",
                     self.observed_at.as_str()
                 ),
-                Code::LateWarmupObservation.severity(),
+                LATE_WARMUP_OBSERVATION.severity(),
             ));
         } else if dp < 0.0 && dw > 0.0 {
             let k = (-dp).min(dw);
@@ -767,13 +874,13 @@ impl Problem {
                 _ => String::new(),
             };
             out.push(mk(
-                Code::ProfilingLostToWarmup,
+                PROFILING_LOST_TO_WARMUP,
                 format!(
                     "{k} profiling observation(s) (observed at {}) were published before the \
                      end-of-warmup scrape and counted in warmup{why}",
                     self.observed_at.as_str()
                 ),
-                Code::ProfilingLostToWarmup.severity(),
+                PROFILING_LOST_TO_WARMUP.severity(),
             ));
         } else if dp > 0.0 && dw > 0.0 {
             // Both phases over: the same observations counted twice.
@@ -785,11 +892,11 @@ impl Problem {
                 None => "observations counted in both phases, or foreign traffic".into(),
             };
             out.push(mk(
-                Code::UnexplainedExcess,
+                UNEXPLAINED_EXCESS,
                 format!(
                     "profiling has {dp} and warmup {dw} more observation(s) than requests: {cause}"
                 ),
-                Code::UnexplainedExcess.severity(),
+                UNEXPLAINED_EXCESS.severity(),
             ));
         } else {
             for (phase, d) in [("profiling", dp), ("warmup", dw)] {
@@ -807,20 +914,20 @@ impl Problem {
                             .into(),
                     };
                     out.push(mk(
-                        Code::UnexplainedExcess,
+                        UNEXPLAINED_EXCESS,
                         format!("{phase} has {d} more observation(s) than requests with no matching deficit: {cause}"),
-                        sev(hit, Code::UnexplainedExcess),
+                        sev(hit, UNEXPLAINED_EXCESS),
                     ));
                 } else if d < 0.0 {
                     out.push(mk(
-                        Code::UnexplainedDeficit,
+                        UNEXPLAINED_DEFICIT,
                         format!(
                             "{phase} has {} fewer observation(s) than requests with no matching \
                              excess: observations published after the final scrape, requests \
                              the server never counted, or a counter reset",
                             -d
                         ),
-                        sev(hit, Code::UnexplainedDeficit),
+                        sev(hit, UNEXPLAINED_DEFICIT),
                     ));
                 }
             }
@@ -881,7 +988,7 @@ fn windows(ctx: &Ctx, findings: &mut Vec<Finding>) -> Windows {
     };
     findings.push(
         Finding::new(
-            Code::PhaseWindowOverlap,
+            PHASE_WINDOW_OVERLAP,
             format!(
                 "the warmup window closes {overlap:.1} ms after profiling starts: {started} \
                  profiling request(s) started, {first} had their first token and {finished} \
@@ -933,7 +1040,7 @@ fn counter_windows(
                     .and_then(|t| t.total);
                 out.push(
                     Finding::new(
-                        Code::CounterWindowEarly,
+                        COUNTER_WINDOW_EARLY,
                         format!(
                             "{name} on {}: its profiling timeslices start {early:.1} s before \
                              profiling started{}: the profiling delta includes pre-profiling \
@@ -970,7 +1077,7 @@ fn resets_in_export(server: &server_metrics::ServerMetricsExport, out: &mut Vec<
                 if s.stats.count.unwrap_or(0.0) > 0.0 && s.buckets.is_none() {
                     out.push(
                         Finding::new(
-                            Code::CounterReset,
+                            COUNTER_RESET,
                             format!(
                                 "{section}[\"{name}\"] on {} has a count but no buckets: AIPerf \
                                  drops the buckets when a bucket delta is negative, i.e. the \
@@ -1012,7 +1119,7 @@ fn resets_in_scrapes(scrapes: &[Scrape], out: &mut Vec<Finding>) {
                         if reported.insert((key.0.clone(), key.1.clone())) {
                             out.push(
                                 Finding::new(
-                                    Code::CounterReset,
+                                    COUNTER_RESET,
                                     format!(
                                         "{fam} on {} went down from {prev} (line {prev_line}) to \
                                          {v} (line {}): the server restarted or the series was \
@@ -1044,7 +1151,7 @@ fn advisory(ctx: &Ctx, out: &mut Vec<Finding>) {
     if (v.starts_with("0.12.") || v.starts_with("0.13.")) && ctx.model.warmup.is_some() {
         out.push(
             Finding::new(
-                Code::AiperfVersionAdvisory,
+                AIPERF_VERSION_ADVISORY,
                 format!(
                     "AIPerf {v} takes the end-of-warmup scrape immediately, with no flush \
                      barrier before profiling starts, so server observations can cross the \

@@ -16,16 +16,42 @@
 //! by 1 to 6 points (seed 001), and cached tokens that were never prefilled
 //! inflate prefill throughput (seed 004).
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 mod raw_scrapes;
 pub use raw_scrapes::RawScrapeRate;
 
-use super::{CheckStatus, Ctx};
+use super::{Check, CheckOutput, CheckReport, Ctx};
 use crate::artifacts::records::{self, Metric, Phase, Record};
 use crate::artifacts::server_metrics::{self, lookup, Families, MetricType};
 use crate::artifacts::summary;
-use crate::findings::{Code, Finding};
+use crate::findings::Finding;
+
+/// The check.
+pub const CHECK: Check = Check {
+    name: "prefix_cache",
+    codes: &[CODES],
+    run,
+};
+
+crate::define_codes! { "prefix_cache";
+    PREFIX_CACHE_GAP => ("prefix-cache-gap", Error,
+        "The server's prefix-cache hit rate differs from the clients' cached tokens"),
+    PREFIX_CACHE_INCONSISTENT => ("prefix-cache-inconsistent", Error,
+        "Server cache counters contradict themselves (hits > queries, cached > prompt, ratio > 1)"),
+    PREFIX_CACHE_GAUGE_ONLY => ("prefix-cache-gauge-only", Warning,
+        "Only a hit-rate gauge exists; a gauge average is not a token-weighted hit rate"),
+    CLIENT_CACHE_MISMATCH => ("client-cache-mismatch", Warning,
+        "AIPerf's overall_usage_prompt_cache_read_pct differs from the records"),
+    PROMPT_TOKEN_MISMATCH => ("prompt-token-mismatch", Warning,
+        "Server prompt-token totals differ from the clients' usage_prompt_tokens"),
+    PREFILL_THROUGHPUT_OVERSTATED => ("prefill-throughput-overstated", Warning,
+        "prefill_throughput_per_user counts cached tokens that were never prefilled"),
+    CACHE_RATE_UNKNOWN => ("cache-rate-unknown", Info,
+        "A hit rate cannot be computed (no cached-token field or no cache counters)"),
+}
 use crate::frameworks::{role_of, PREFILL_ROLES};
 use crate::model::cache::ClientRateSum;
 pub use crate::model::cache::{client_rate, ClientRate};
@@ -74,11 +100,6 @@ pub struct PrefillGroup {
 /// Figures of the `prefix_cache` check.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
-    /// pass / warn / fail / unknown.
-    pub status: CheckStatus,
-    /// Why the check could not tell.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
     /// Over successful profiling records.
     pub client: ClientRate,
     /// Over successful warmup records.
@@ -361,8 +382,32 @@ const PROMPT_TOKENS: &[&str] = &[
     "dynamo_frontend_input_sequence_tokens",
 ];
 
+impl CheckReport for Report {
+    fn summary(&self, _reason: Option<&str>) -> String {
+        use crate::report::pct;
+        let head = self.server.first();
+        let coverage = self
+            .client
+            .coverage
+            .map(|c| format!(" (coverage {:.0} %)", c * 100.0))
+            .unwrap_or_default();
+        let formula = head
+            .map(|h| format!(" ({})", h.formula))
+            .unwrap_or_default();
+        let gap = self
+            .gap_pp
+            .map(|g| format!("; gap {g:+.2} pp"))
+            .unwrap_or_default();
+        format!(
+            "client {}{coverage}; server {}{formula}{gap}",
+            pct(self.client.hit_rate),
+            pct(head.and_then(|h| h.hit_rate)),
+        )
+    }
+}
+
 /// Runs the check.
-pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
+pub fn run(ctx: &Ctx) -> CheckOutput {
     let p = &ctx.settings.prefix;
     let mut findings = Vec::new();
     let mut explanations = Vec::new();
@@ -410,7 +455,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     if ctx.run.records.is_some() && client.hit_rate.is_none() && client.records > 0 {
         findings.push(
             Finding::new(
-                Code::CacheRateUnknown,
+                CACHE_RATE_UNKNOWN,
                 format!(
                     "client hit rate unknown: none of the {} successful profiling records has \
                      usage_prompt_cache_read_tokens (the server did not report cached tokens: \
@@ -425,7 +470,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     if server.is_some() && server_rates_p.is_empty() {
         findings.push(
             Finding::new(
-                Code::CacheRateUnknown,
+                CACHE_RATE_UNKNOWN,
                 "server hit rate unknown: server_metrics_export.json has no prefix-cache \
                  counters or gauges of a known framework",
             )
@@ -439,7 +484,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         if gap.abs() > p.client_summary_pp {
             findings.push(
                 Finding::new(
-                    Code::ClientCacheMismatch,
+                    CLIENT_CACHE_MISMATCH,
                     format!(
                         "overall_usage_prompt_cache_read_pct is {pct:.3} % but the profiling \
                          records give {:.3} %",
@@ -462,7 +507,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
     if let Some(h) = headline.filter(|h| h.gauge) {
         findings.push(
             Finding::new(
-                Code::PrefixCacheGaugeOnly,
+                PREFIX_CACHE_GAUGE_ONLY,
                 format!(
                     "the only server hit rate is a gauge ({}); a time average of a rolling \
                      ratio, averaged again across series, is not a token-weighted hit rate",
@@ -513,7 +558,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
             ));
             findings.push(
                 Finding::new(
-                    Code::PromptTokenMismatch,
+                    PROMPT_TOKEN_MISMATCH,
                     format!(
                         "server counted {sp:.0} prompt tokens in profiling, the clients \
                          {client_prompt:.0} ({diff:+.0}){attribution}"
@@ -627,7 +672,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
             };
             findings.push(
                 Finding::new(
-                    Code::PrefixCacheGap,
+                    PREFIX_CACHE_GAP,
                     format!(
                         "server hit rate ({}) is {:.2} %, the clients' cached tokens give \
                          {:.2} %: {gap:+.2} pp.{why}",
@@ -661,7 +706,7 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         {
             findings.push(
                 Finding::new(
-                    Code::PrefillThroughputOverstated,
+                    PREFILL_THROUGHPUT_OVERSTATED,
                     format!(
                         "prefill_throughput_per_user over {} {} requests averages {:.0} \
                          tokens/s, but over the uncached tokens actually prefilled it is {:.0} \
@@ -691,9 +736,6 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         _ => None,
     };
     let report = Report {
-        // cache-rate-unknown is info: it says why the status is unknown.
-        status: CheckStatus::from_findings(&findings, reason.is_some()),
-        reason,
         client,
         client_warmup,
         client_warm_only,
@@ -707,7 +749,12 @@ pub fn run(ctx: &Ctx) -> (Report, Vec<Finding>) {
         server_from_raw_scrapes,
         prefill_throughput,
     };
-    (report, findings)
+    // cache-rate-unknown is info: the reason says why the status is unknown.
+    CheckOutput {
+        report: Arc::new(report),
+        findings,
+        cannot_tell: reason,
+    }
 }
 
 fn sanity(rates: &[ServerRate], findings: &mut Vec<Finding>) {
@@ -715,7 +762,7 @@ fn sanity(rates: &[ServerRate], findings: &mut Vec<Finding>) {
         if !r.gauge && r.denominator > 0.0 && r.numerator > r.denominator {
             findings.push(
                 Finding::new(
-                    Code::PrefixCacheInconsistent,
+                    PREFIX_CACHE_INCONSISTENT,
                     format!(
                         "{}: numerator {} exceeds denominator {} (a ratio above 1): the hit and \
                          query counters' windows do not line up, or series are double-counted; \
@@ -731,7 +778,7 @@ fn sanity(rates: &[ServerRate], findings: &mut Vec<Finding>) {
         if r.gauge && r.endpoints.len() > 1 {
             findings.push(
                 Finding::new(
-                    Code::PrefixCacheGaugeOnly,
+                    PREFIX_CACHE_GAUGE_ONLY,
                     format!(
                         "{} averages a gauge across {} endpoints without weighting by traffic",
                         r.formula,

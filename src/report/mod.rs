@@ -9,7 +9,6 @@ mod table;
 
 use std::io::{self, Write};
 
-use crate::checks::{CheckStatus, Checks};
 use crate::Report;
 
 /// Output formats.
@@ -54,30 +53,8 @@ pub fn render(
     }
 }
 
-/// Every check's name, status and reason, in report order.
-pub(crate) fn check_statuses(c: &Checks) -> [(&'static str, CheckStatus, Option<String>); 4] {
-    [
-        ("artifacts", c.artifacts.status, c.artifacts.reason.clone()),
-        (
-            "phase_contamination",
-            c.phase_contamination.status,
-            c.phase_contamination.reason.clone(),
-        ),
-        (
-            "cold_connections",
-            c.cold_connections.status,
-            c.cold_connections.reason.clone(),
-        ),
-        (
-            "prefix_cache",
-            c.prefix_cache.status,
-            c.prefix_cache.reason.clone(),
-        ),
-    ]
-}
-
 /// Formats an optional number, `n/a` when absent.
-pub(crate) fn fmt_opt(v: Option<f64>, decimals: usize) -> String {
+pub fn fmt_opt(v: Option<f64>, decimals: usize) -> String {
     match v {
         Some(v) => format!("{v:.decimals$}"),
         None => "n/a".into(),
@@ -85,7 +62,7 @@ pub(crate) fn fmt_opt(v: Option<f64>, decimals: usize) -> String {
 }
 
 /// Formats a fraction as a percentage.
-pub(crate) fn pct(v: Option<f64>) -> String {
+pub fn pct(v: Option<f64>) -> String {
     match v {
         Some(v) => format!("{:.2} %", v * 100.0),
         None => "unknown".into(),

@@ -7,8 +7,7 @@ use std::io::{self, Write};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
 
-use super::{fmt_opt, pct, Options};
-use crate::checks::{cold_connections, phase_contamination, CheckStatus, Checks};
+use super::Options;
 use crate::findings::{Finding, Severity};
 use crate::{Report, RunReport, RunStatus};
 
@@ -157,24 +156,21 @@ fn render_run(run: &RunReport, opts: Options, out: &mut dyn Write) -> io::Result
 
     let mut checks = table();
     checks.set_header(["check", "status", "summary"]);
-    for (name, status, summary) in check_lines(&run.checks) {
+    for c in run.checks.iter() {
         checks.add_row(vec![
-            Cell::new(name),
-            status_cell(status.as_str(), opts.colour),
-            Cell::new(summary),
+            Cell::new(c.name),
+            status_cell(c.status.as_str(), opts.colour),
+            Cell::new(c.summary()),
         ]);
     }
     writeln!(out, "{checks}")?;
-
-    if run.checks.phase_contamination.status != CheckStatus::Pass {
-        if let Some(t) = phase_table(&run.checks.phase_contamination) {
-            writeln!(out, "{t}")?;
-        }
-    }
-    // The bias table needs a warm baseline; without one it is all n/a.
-    let cold = &run.checks.cold_connections;
-    if matches!(cold.status, CheckStatus::Warn | CheckStatus::Fail) && !cold.all_cold {
-        if let Some(t) = cold_table(cold) {
+    for c in run.checks.iter() {
+        for d in c.details() {
+            let mut t = table();
+            t.set_header(d.header);
+            for row in d.rows {
+                t.add_row(row);
+            }
             writeln!(out, "{t}")?;
         }
     }
@@ -194,180 +190,6 @@ fn render_run(run: &RunReport, opts: Options, out: &mut dyn Write) -> io::Result
         count(Severity::Warning),
         count(Severity::Info)
     )
-}
-
-fn check_lines(c: &Checks) -> Vec<(&'static str, CheckStatus, String)> {
-    let why = |reason: &Option<String>| reason.as_ref().map(|r| format!("cannot tell: {r}"));
-    let a = &c.artifacts;
-    let agreeing = a
-        .summary_metrics_compared
-        .iter()
-        .filter(|x| x.agrees)
-        .count();
-    let artifacts = why(&a.reason).unwrap_or_else(|| {
-        format!(
-            "{} file(s) read; {} record(s) parsed of {} line(s); AIPerf's summary agrees on \
-             {agreeing}/{} recomputed statistics",
-            a.files_read.len(),
-            a.records_parsed.unwrap_or(0),
-            a.record_lines.unwrap_or(0),
-            a.summary_metrics_compared.len()
-        )
-    });
-    let p = &c.phase_contamination;
-    let bad = p
-        .metrics
-        .iter()
-        .filter(|m| {
-            m.endpoint == "all"
-                && !matches!(
-                    m.classification,
-                    "ok" | "not_compared" | "no_traffic" | "unknown"
-                )
-        })
-        .map(|m| m.metric.as_str())
-        .collect::<std::collections::BTreeSet<_>>();
-    let phase = why(&p.reason).unwrap_or_else(|| {
-        let mut s = format!(
-            "{} request-scoped metric(s) compared; {} mismatched",
-            p.metrics
-                .iter()
-                .filter(|m| m.endpoint == "all")
-                .map(|m| &m.metric)
-                .collect::<std::collections::BTreeSet<_>>()
-                .len(),
-            bad.len()
-        );
-        if let Some(ctl) = &p.control_metric {
-            s.push_str(&format!("; control {ctl}"));
-        }
-        if let Some(o) = p.windows.overlap_ms.filter(|o| *o > 0.0) {
-            s.push_str(&format!("; windows overlap {o:.1} ms"));
-        }
-        if p.repaired_from_raw_scrapes {
-            s.push_str("; repaired from raw scrapes");
-        }
-        s
-    });
-    let k = &c.cold_connections;
-    let cold = why(&k.reason).unwrap_or_default();
-    let cold = if k.profiling_records > 0 {
-        let ttft = k
-            .metrics
-            .iter()
-            .find(|m| m.metric == "time_to_first_token" && m.stat == "p99")
-            .and_then(|m| m.bias_pct)
-            .map(|b| format!("; TTFT p99 {b:+.1} % vs warm only"))
-            .unwrap_or_default();
-        let pre = if cold.is_empty() {
-            String::new()
-        } else {
-            format!("{cold}; ")
-        };
-        format!(
-            "{pre}profiling: {} cold, {} warm, {} unknown of {}{ttft}{}",
-            k.cold,
-            k.warm,
-            k.unknown,
-            k.profiling_records,
-            if k.all_cold { "; no warm baseline" } else { "" }
-        )
-    } else {
-        cold
-    };
-    let x = &c.prefix_cache;
-    let head = x.server.first();
-    let prefix = format!(
-        "client {}{}; server {}{}",
-        pct(x.client.hit_rate),
-        x.client
-            .coverage
-            .map(|c| format!(" (coverage {:.0} %)", c * 100.0))
-            .unwrap_or_default(),
-        pct(head.and_then(|h| h.hit_rate)),
-        head.map(|h| format!(" ({})", h.formula))
-            .unwrap_or_default(),
-    ) + &x
-        .gap_pp
-        .map(|g| format!("; gap {g:+.2} pp"))
-        .unwrap_or_default();
-    vec![
-        ("artifacts", a.status, artifacts),
-        ("phase_contamination", p.status, phase),
-        ("cold_connections", k.status, cold),
-        ("prefix_cache", x.status, prefix),
-    ]
-}
-
-fn phase_table(p: &phase_contamination::Report) -> Option<Table> {
-    let rows: Vec<_> = p.metrics.iter().filter(|m| m.endpoint == "all").collect();
-    if rows.is_empty() {
-        return None;
-    }
-    let mut t = table();
-    t.set_header([
-        "metric",
-        "phase",
-        "expected",
-        "found",
-        "delta",
-        "classification",
-        "corrected",
-    ]);
-    for m in rows {
-        let expected = m
-            .expected_count
-            .map(|e| {
-                if e.min == e.max {
-                    e.min.to_string()
-                } else {
-                    format!("{}-{}", e.min, e.max)
-                }
-            })
-            .unwrap_or_else(|| "n/a".into());
-        let corrected = m
-            .corrected
-            .as_ref()
-            .map(|c| format!("{} ({})", c.count, c.exactness))
-            .unwrap_or_default();
-        let role = m
-            .role
-            .as_deref()
-            .map(|r| format!(" [{r}]"))
-            .unwrap_or_default();
-        t.add_row([
-            format!("{}{role}", m.metric),
-            m.phase.to_string(),
-            expected,
-            fmt_opt(m.found_count, 0),
-            m.delta
-                .map(|d| format!("{d:+}"))
-                .unwrap_or_else(|| "n/a".into()),
-            m.classification.to_string(),
-            corrected,
-        ]);
-    }
-    Some(t)
-}
-
-fn cold_table(k: &cold_connections::Report) -> Option<Table> {
-    if k.metrics.is_empty() {
-        return None;
-    }
-    let mut t = table();
-    t.set_header(["metric", "stat", "all", "warm only", "bias"]);
-    for m in &k.metrics {
-        t.add_row([
-            m.metric.to_string(),
-            m.stat.to_string(),
-            fmt_opt(m.all, 3),
-            fmt_opt(m.warm_only, 3),
-            m.bias_pct
-                .map(|b| format!("{b:+.1} %"))
-                .unwrap_or_else(|| "n/a".into()),
-        ]);
-    }
-    Some(t)
 }
 
 fn findings_table(findings: &[Finding], opts: Options) -> Table {
