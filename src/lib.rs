@@ -17,6 +17,9 @@
 #![deny(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+#[macro_use]
+mod macros;
+
 pub mod artifacts;
 pub mod checks;
 pub mod claims;

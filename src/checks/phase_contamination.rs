@@ -15,15 +15,14 @@
 //! Why it matters: a warmup observation counted in profiling inflates counts,
 //! sums, averages and percentile estimates, silently (seed 000).
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{Check, CheckOutput, CheckReport, CheckStatus, Ctx, Detail};
-use crate::artifacts::records::{Phase, Record};
+use crate::artifacts::records::Phase;
 use crate::artifacts::scrapes::Scrape;
 use crate::artifacts::server_metrics::{self, lookup, Family, MetricType, Series};
 use crate::findings::{Code, Finding, Severity};
@@ -56,7 +55,9 @@ crate::define_codes! { "phase_contamination";
         "The phase split cannot be checked: no request-scoped server metric or no records"),
 }
 use crate::frameworks::{role_of, ObservedAt, RequestScoped, REQUEST_SCOPED};
-use crate::stats::{le_text, le_value, merge_buckets, remove_observations, Percentiles};
+pub use crate::model::attribution::Corrected;
+use crate::model::attribution::{self, Attribution, Candidate, Exactness};
+use crate::stats::{merge_buckets, remove_observations, Percentiles};
 
 /// An expected observation count: a range, because a failed request may or
 /// may not have been observed.
@@ -81,31 +82,6 @@ impl Expected {
             0.0
         }
     }
-}
-
-/// A corrected split from the raw scrapes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Corrected {
-    /// Observations attributed to this phase's requests.
-    pub count: u64,
-    /// Sum of their values (histograms); point estimate when bounded.
-    pub sum: Option<f64>,
-    /// Lower bound of the sum.
-    pub sum_low: Option<f64>,
-    /// Upper bound of the sum (`null` when unbounded: the +Inf bucket).
-    pub sum_high: Option<f64>,
-    /// `sum / count`.
-    pub avg: Option<f64>,
-    /// `exact` or `bounded`.
-    pub exactness: &'static str,
-    /// Histograms attributed exactly: the phase's cumulative buckets (`le`
-    /// to count, as in the export).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub buckets: Option<BTreeMap<String, f64>>,
-    /// Percentiles estimated from those buckets (Prometheus
-    /// `histogram_quantile` interpolation).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub percentiles: Option<Percentiles>,
 }
 
 /// One metric (summed over label sets) in one phase.
@@ -390,22 +366,18 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
             kinds.dedup();
             let prepared: Vec<(ObservedAt, Vec<Candidate>)> = kinds
                 .into_par_iter()
-                .map(|at| (at, candidates(rs, at, slack_ns)))
+                .map(|at| (at, attribution::candidates(rs, at, slack_ns)))
                 .collect();
             let first_start = ctx.model.first_request_start_ns();
             jobs.par_iter()
                 .map(|(f, role)| {
                     let at = f.def.observed_at;
                     let cands = &prepared.iter().find(|p| p.0 == at)?.1;
-                    attribute(
-                        &sc.scrapes,
-                        first_start,
-                        cands,
-                        ep,
-                        &f.name,
-                        role.as_deref(),
-                        ctx,
-                    )
+                    let role = role.as_deref();
+                    let pts = attribution::cumulative(&sc.scrapes, ep, &f.name, |labels| {
+                        role_of(labels) == role
+                    });
+                    attribution::by_observation(&pts, first_start, cands, slack_ns)
                 })
                 .collect()
         }
@@ -458,10 +430,10 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
                 .then(|| merge_buckets(series.iter().map(|s| s.buckets.as_ref())))
                 .flatten();
             let found_percentiles = found_buckets.as_deref().map(Percentiles::of_buckets);
-            let corrected_here = corrected.as_ref().map(|c| c.get(phase));
+            let corrected_here = corrected.as_ref().map(|c| c.get(phase).clone());
             let exact_percentiles = corrected_here
                 .as_ref()
-                .filter(|c| c.exactness == "exact")
+                .filter(|c| c.exactness == Exactness::Exact)
                 .and_then(|c| c.percentiles);
             let percentile_bias_pct = found_percentiles
                 .zip(exact_percentiles)
@@ -1167,392 +1139,6 @@ fn advisory(ctx: &Ctx, out: &mut Vec<Finding>) {
     }
 }
 
-// --- Repair from raw scrapes -----------------------------------------------------------
-
-/// Per-phase results of attributing scrape increments to requests.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Attribution {
-    profiling: Corrected,
-    warmup: Corrected,
-}
-
-impl Attribution {
-    fn get(&self, phase: Phase) -> Corrected {
-        match phase {
-            Phase::Profiling => self.profiling.clone(),
-            Phase::Warmup => self.warmup.clone(),
-        }
-    }
-}
-
-/// One scrape of the metric on the endpoint: cumulative count, sum and buckets.
-struct Point {
-    t: u64,
-    count: f64,
-    sum: Option<f64>,
-    buckets: BTreeMap<u64, (f64, f64)>, // le bits (ordered by value) -> (le, count)
-}
-
-fn le_key(le: f64) -> u64 {
-    // Order-preserving for non-negative floats (bucket bounds are >= 0).
-    le.to_bits()
-}
-
-fn points(scrapes: &[Scrape], endpoint: &str, name: &str, role: Option<&str>) -> Vec<Point> {
-    let mut pts: Vec<Point> = scrapes
-        .iter()
-        .filter(|s| s.endpoint_url == endpoint)
-        .filter_map(|s| {
-            let ss = s.samples(name)?;
-            let mut p = Point {
-                t: s.timestamp_ns,
-                count: 0.0,
-                sum: Some(0.0),
-                buckets: BTreeMap::new(),
-            };
-            for x in ss.iter().filter(|x| role_of(&x.labels) == role) {
-                p.count += x.cumulative()?;
-                p.sum = match (p.sum, x.sum) {
-                    (Some(a), Some(b)) => Some(a + b),
-                    _ => None,
-                };
-                for (le, c) in x.buckets.iter().flatten() {
-                    let v = le_value(le)?;
-                    let e = p.buckets.entry(le_key(v)).or_insert((v, 0.0));
-                    e.1 += c;
-                }
-            }
-            Some(p)
-        })
-        .collect();
-    pts.sort_by_key(|p| p.t);
-    pts
-}
-
-/// The successful requests as candidates for observations of a metric
-/// observed at `at`, sorted by the earliest time their observation can appear.
-fn candidates(records: &[Record], at: ObservedAt, slack: u64) -> Vec<Candidate> {
-    let mut cands: Vec<Candidate> = Vec::with_capacity(records.len());
-    cands.extend(records.iter().filter(|r| r.is_success()).map(|r| {
-        let (event, known) = match at {
-            ObservedAt::Arrival => (r.request_start_ns, true),
-            ObservedAt::FirstToken => match r.first_token_ns() {
-                Some(t) => (t, true),
-                None => (r.request_end_ns, false),
-            },
-            ObservedAt::Completion => (r.request_end_ns, true),
-        };
-        let earliest = if known {
-            event.saturating_sub(slack)
-        } else {
-            r.request_start_ns
-        };
-        Candidate {
-            earliest,
-            event,
-            phase: r.phase,
-        }
-    }));
-    cands.sort_unstable_by_key(|c| (c.earliest, c.event));
-    cands
-}
-
-struct Candidate {
-    /// Earliest time the server can have published its observation.
-    earliest: u64,
-    event: u64,
-    phase: Phase,
-}
-
-/// The candidates of an attribution that have not been given an increment
-/// yet, kept so that each scrape interval takes its own in time that does not
-/// grow with all of them: a run whose server counted far fewer observations
-/// than it had requests piles up pending candidates, and they all end late.
-///
-/// Within an interval `(a, b]` a candidate whose event (`e`) is
-/// - on time (`a < e + slack`, `e <= b + slack`) comes first,
-/// - late (`e + slack <= a`: owed an observation already) next,
-/// - in flight (`e > b + slack`) last;
-///
-/// ties in event order, then in arrival order (the candidate index). A late
-/// candidate stays late (the intervals move forward), so the late ones wait
-/// in a heap, and only the others (the requests in flight around the
-/// interval) are ranked again in each interval.
-struct Pending<'c> {
-    cands: &'c [Candidate],
-    slack: u64,
-    /// Pending, not late yet, as (event, index).
-    fresh: Vec<(u64, usize)>,
-    /// Pending and late, smallest (event, index) first.
-    late: BinaryHeap<Reverse<(u64, usize)>>,
-    /// Pending candidates of each phase, by `Phase as usize`.
-    per_phase: [usize; 2],
-    /// Candidates below this index that are still pending were passed over
-    /// in an ambiguous interval: whichever increment such a candidate gets
-    /// later could have gone elsewhere. (Candidates become pending in index
-    /// order, so one mark covers every pending candidate of that interval.)
-    float_below: usize,
-}
-
-impl<'c> Pending<'c> {
-    fn new(cands: &'c [Candidate], slack: u64) -> Self {
-        Pending {
-            cands,
-            slack,
-            fresh: Vec::new(),
-            late: BinaryHeap::new(),
-            per_phase: [0; 2],
-            float_below: 0,
-        }
-    }
-
-    fn add(&mut self, i: usize) {
-        self.fresh.push((self.cands[i].event, i));
-        self.per_phase[self.cands[i].phase as usize] += 1;
-    }
-
-    fn len(&self) -> usize {
-        self.fresh.len() + self.late.len()
-    }
-
-    /// The first `k` pending candidates for the interval `(a, b]`, in order,
-    /// taken out; and whether the choice was ambiguous: candidates were left
-    /// and the chosen and the left do not all share one phase. `next` is the
-    /// number of candidates that have become pending.
-    fn choose(&mut self, a: u64, b: u64, k: usize, next: usize) -> (Vec<usize>, bool) {
-        let slack = self.slack;
-        let late = &mut self.late;
-        self.fresh.retain(|&(e, i)| {
-            let is_late = e.saturating_add(slack) <= a;
-            if is_late {
-                late.push(Reverse((e, i)));
-            }
-            !is_late
-        });
-        let take = k.min(self.len());
-        // The fresh ones by (in flight, event, index): on time first.
-        let in_flight = |e: u64| e > b.saturating_add(slack);
-        let key = |&(e, i): &(u64, usize)| (in_flight(e), e, i);
-        let n = take.min(self.fresh.len());
-        if n < self.fresh.len() {
-            self.fresh.select_nth_unstable_by_key(n, key);
-        }
-        self.fresh[..n].sort_unstable_by_key(key);
-        let on_time = self.fresh[..n]
-            .iter()
-            .take_while(|&&(e, _)| !in_flight(e))
-            .count();
-        let mut chosen: Vec<usize> = self.fresh[..on_time].iter().map(|&(_, i)| i).collect();
-        while chosen.len() < take {
-            match self.late.pop() {
-                Some(Reverse((_, i))) => chosen.push(i),
-                None => break,
-            }
-        }
-        // In flight last; `fresh[..n]` holds the first of them in order.
-        let from_fresh = on_time + (take - chosen.len());
-        chosen.extend(self.fresh[on_time..from_fresh].iter().map(|&(_, i)| i));
-        self.fresh.drain(..from_fresh);
-        for &i in &chosen {
-            self.per_phase[self.cands[i].phase as usize] -= 1;
-        }
-        let ambiguous = self.len() > 0 && {
-            let mut seen = [false; 2];
-            for &i in &chosen {
-                seen[self.cands[i].phase as usize] = true;
-            }
-            for (s, &n) in seen.iter_mut().zip(&self.per_phase) {
-                *s |= n > 0;
-            }
-            seen[0] && seen[1]
-        };
-        if ambiguous {
-            self.float_below = next;
-        }
-        (chosen, ambiguous)
-    }
-}
-
-#[derive(Clone, Copy)]
-struct Increment {
-    phase: Option<Phase>,
-    point: f64,
-    lo: f64,
-    hi: f64,
-    /// The bucket (`le`) the bucket deltas put it in, when they tell.
-    le: Option<f64>,
-    /// Its attribution could have gone to the other phase.
-    uncertain: bool,
-}
-
-/// Attributes each scrape interval's increments to requests, and returns the
-/// per-phase split. `None` when the raw scrapes cannot support it (too few
-/// scrapes, no baseline before the first request, a reset).
-///
-/// A request's observation can appear once the client-side time of its event
-/// (arrival, first token, completion) is within the slack of the scrape; when
-/// the record does not carry that time (TTFT of a non-streaming request), as
-/// soon as the request has started. Within an interval the increments go
-/// first to requests whose event falls in it, then to requests whose event is
-/// past (late publications, oldest first), then to requests still in flight. Where both
-/// phases were eligible for fewer increments than candidates, the choice is
-/// ambiguous: those increments, and the later ones taken by the candidates
-/// passed over, are uncertain, and the phase sums become bounds built from
-/// the bucket ranges of the uncertain increments.
-fn attribute(
-    scrapes: &[Scrape],
-    first_start: Option<u64>,
-    cands: &[Candidate],
-    endpoint: &str,
-    name: &str,
-    role: Option<&str>,
-    ctx: &Ctx,
-) -> Option<Attribution> {
-    let pts = points(scrapes, endpoint, name, role);
-    if pts.len() < 2 {
-        return None;
-    }
-    let slack = (ctx.settings.phase.match_slack_ms * 1e6) as u64;
-    // The baseline must predate every request, or earlier increments are lost.
-    if first_start.is_some_and(|s| s <= pts[0].t) {
-        return None;
-    }
-    let is_hist = pts.iter().all(|p| p.sum.is_some());
-    let mut next = 0usize;
-    let mut pending = Pending::new(cands, slack);
-    let mut increments: Vec<Increment> = Vec::new();
-    let mut unattributed = 0u64;
-    for w in pts.windows(2) {
-        let (a, b) = (&w[0], &w[1]);
-        let dc = b.count - a.count;
-        if dc < -0.5 {
-            return None; // a reset: reported separately, not repaired across
-        }
-        while next < cands.len() && cands[next].earliest <= b.t {
-            pending.add(next);
-            next += 1;
-        }
-        let k = dc.round() as usize;
-        if k == 0 {
-            continue;
-        }
-        // Passed over in an earlier ambiguous interval (read before this
-        // interval's choice can move the mark).
-        let floating = pending.float_below;
-        let (chosen, ambiguous) = pending.choose(a.t, b.t, k, next);
-        unattributed += (k - chosen.len()) as u64;
-        let dsum = match (a.sum, b.sum) {
-            (Some(x), Some(y)) => y - x,
-            _ => 0.0,
-        };
-        let ranges = increment_ranges(a, b, k, dsum);
-        let point = dsum / k as f64;
-        let mixed_here = chosen
-            .iter()
-            .map(|i| cands[*i].phase)
-            .collect::<BTreeSet<_>>()
-            .len()
-            > 1;
-        for (j, (lo, hi, le)) in ranges.into_iter().enumerate() {
-            let cand = chosen.get(j).copied();
-            increments.push(Increment {
-                phase: cand.map(|i| cands[i].phase),
-                point,
-                lo,
-                hi,
-                le,
-                uncertain: ambiguous || mixed_here || cand.is_some_and(|i| i < floating),
-            });
-        }
-    }
-    let unobserved = pending.len() + (cands.len() - next);
-    let pool: Vec<&Increment> = increments.iter().filter(|x| x.uncertain).collect();
-    let finish = |phase: Phase| {
-        let mine = increments.iter().filter(|x| x.phase == Some(phase));
-        let (mut count, mut point, mut certain, mut n_uncertain) = (0u64, 0.0, 0.0, 0usize);
-        for x in mine {
-            count += 1;
-            point += x.point;
-            if x.uncertain {
-                n_uncertain += 1;
-            } else {
-                certain += x.point;
-            }
-        }
-        let mut los: Vec<f64> = pool.iter().map(|x| x.lo).collect();
-        let mut his: Vec<f64> = pool.iter().map(|x| x.hi).collect();
-        los.sort_by(f64::total_cmp);
-        his.sort_by(|a, b| b.total_cmp(a));
-        let low = certain + los.iter().take(n_uncertain).sum::<f64>();
-        let high = certain + his.iter().take(n_uncertain).sum::<f64>();
-        let bounded = n_uncertain > 0 || unattributed > 0 || unobserved > 0;
-        let (sum, sum_low, sum_high) = if is_hist {
-            (Some(point), Some(low), Some(high).filter(|h| h.is_finite()))
-        } else {
-            (None, None, None)
-        };
-        // Exact attribution of a histogram: the phase's own buckets, and the
-        // percentiles estimated from them.
-        let buckets = (is_hist && !bounded)
-            .then(|| {
-                let les: Vec<f64> = pts.last()?.buckets.values().map(|x| x.0).collect();
-                let mut per_le: Vec<f64> = vec![0.0; les.len()];
-                for x in increments.iter().filter(|x| x.phase == Some(phase)) {
-                    let i = les.iter().position(|le| Some(*le) == x.le)?;
-                    per_le[i] += 1.0;
-                }
-                let mut cum = 0.0;
-                let buckets: Vec<(f64, f64)> = les
-                    .iter()
-                    .zip(per_le)
-                    .map(|(le, n)| {
-                        cum += n;
-                        (*le, cum)
-                    })
-                    .collect();
-                (buckets.last()?.0 == f64::INFINITY).then_some(buckets)
-            })
-            .flatten();
-        Corrected {
-            count,
-            sum,
-            sum_low,
-            sum_high,
-            avg: sum.filter(|_| count > 0).map(|s| s / count as f64),
-            exactness: if bounded { "bounded" } else { "exact" },
-            percentiles: buckets.as_deref().map(Percentiles::of_buckets),
-            buckets: buckets.map(|b| b.iter().map(|(le, c)| (le_text(*le), *c)).collect()),
-        }
-    };
-    Some(Attribution {
-        profiling: finish(Phase::Profiling),
-        warmup: finish(Phase::Warmup),
-    })
-}
-
-/// Value bounds of each of an interval's `k` increments: exact for a single
-/// increment (the sum delta), otherwise the bucket ranges they fell into.
-/// Also the bucket (`le`) of each, from the bucket deltas; `None` where the
-/// deltas account for fewer than `k` increments.
-fn increment_ranges(a: &Point, b: &Point, k: usize, dsum: f64) -> Vec<(f64, f64, Option<f64>)> {
-    let mut ranges = Vec::with_capacity(k);
-    let (mut prev_le, mut prev_c) = (0.0, 0.0);
-    for (le, c) in b.buckets.values() {
-        let before = a.buckets.get(&le_key(*le)).map_or(0.0, |x| x.1);
-        let cum = c - before;
-        let n = (cum - prev_c).round().max(0.0) as usize;
-        ranges.extend(std::iter::repeat_n((prev_le, *le, Some(*le)), n));
-        prev_le = *le;
-        prev_c = cum;
-    }
-    ranges.resize(k, (0.0, f64::INFINITY, None));
-    if k == 1 {
-        // A single increment's value is the sum delta itself.
-        ranges[0] = (dsum, dsum, ranges[0].2);
-    }
-    ranges
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1584,123 +1170,5 @@ mod tests {
         assert_eq!(e.deviation(6.0), 0.0);
         assert_eq!(e.deviation(8.0), 1.0);
         assert_eq!(e.deviation(3.0), -2.0);
-    }
-
-    /// The selection as first written (a vector of all pending candidates,
-    /// ranked again in every interval, and a flag per candidate): for each
-    /// interval with increments, the chosen candidates in order, whether the
-    /// choice was ambiguous and which chosen ones had been passed over in an
-    /// ambiguous interval; and how many stay pending.
-    #[allow(clippy::type_complexity)]
-    fn reference_choices(
-        cands: &[Candidate],
-        slack: u64,
-        intervals: &[(u64, u64, usize)],
-    ) -> (Vec<(Vec<usize>, bool, Vec<bool>)>, usize) {
-        let mut floating = vec![false; cands.len()];
-        let mut pending: Vec<(u64, usize)> = Vec::new();
-        let mut next = 0;
-        let mut out = Vec::new();
-        for &(a, b, k) in intervals {
-            while next < cands.len() && cands[next].earliest <= b {
-                pending.push((cands[next].event, next));
-                next += 1;
-            }
-            if k == 0 {
-                continue;
-            }
-            let rank = |e: u64| {
-                if e.saturating_add(slack) > a && e <= b.saturating_add(slack) {
-                    (0, e)
-                } else if e <= a {
-                    (1, e)
-                } else {
-                    (2, e)
-                }
-            };
-            let key = |&(e, i): &(u64, usize)| (rank(e), i);
-            let take = k.min(pending.len());
-            pending.sort_by_key(key);
-            let chosen: Vec<usize> = pending.drain(..take).map(|(_, i)| i).collect();
-            let mut phases = chosen
-                .iter()
-                .chain(pending.iter().map(|(_, i)| i))
-                .map(|i| cands[*i].phase);
-            let first = phases.next();
-            let ambiguous = !pending.is_empty() && phases.any(|p| Some(p) != first);
-            let was_floating = chosen.iter().map(|&i| floating[i]).collect();
-            if ambiguous {
-                for &(_, i) in &pending {
-                    floating[i] = true;
-                }
-            }
-            out.push((chosen, ambiguous, was_floating));
-        }
-        (out, pending.len())
-    }
-
-    #[test]
-    fn pending_candidates_are_chosen_as_the_first_selection_chose_them() {
-        // Random runs with heavy ties (few distinct times), both phases,
-        // intervals taking none, some, or more than are pending.
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut rnd = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
-        for _ in 0..3000 {
-            let n = rnd(60) as usize;
-            let spread = 1 + rnd(40);
-            let slack = rnd(4);
-            let mut cands: Vec<Candidate> = (0..n)
-                .map(|_| {
-                    let event = rnd(spread);
-                    let known = rnd(4) != 0;
-                    Candidate {
-                        earliest: if known {
-                            event.saturating_sub(slack)
-                        } else {
-                            event.saturating_sub(rnd(10))
-                        },
-                        event,
-                        phase: if rnd(5) == 0 {
-                            Phase::Warmup
-                        } else {
-                            Phase::Profiling
-                        },
-                    }
-                })
-                .collect();
-            cands.sort_unstable_by_key(|c| (c.earliest, c.event));
-            let mut t = rnd(5);
-            let intervals: Vec<(u64, u64, usize)> = (0..rnd(12))
-                .map(|_| {
-                    let a = t;
-                    t += rnd(8);
-                    (a, t, rnd(9) as usize)
-                })
-                .collect();
-            let (want, left) = reference_choices(&cands, slack, &intervals);
-            let mut pending = Pending::new(&cands, slack);
-            let mut next = 0;
-            let mut got = Vec::new();
-            for &(a, b, k) in &intervals {
-                while next < cands.len() && cands[next].earliest <= b {
-                    pending.add(next);
-                    next += 1;
-                }
-                if k == 0 {
-                    continue;
-                }
-                let floating = pending.float_below;
-                let (chosen, ambiguous) = pending.choose(a, b, k, next);
-                let was_floating = chosen.iter().map(|&i| i < floating).collect();
-                got.push((chosen, ambiguous, was_floating));
-            }
-            assert_eq!(got, want, "slack {slack}, intervals {intervals:?}");
-            assert_eq!(pending.len(), left);
-        }
     }
 }

@@ -9,6 +9,7 @@
 //! ([`connection`]), the clients' cache hit rate ([`cache`]), which records a
 //! published number is computed over ([`selection`]).
 
+pub mod attribution;
 pub mod cache;
 pub mod connection;
 pub mod selection;

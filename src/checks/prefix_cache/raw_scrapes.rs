@@ -2,23 +2,21 @@
 //! scrapes (`server_metrics_export.jsonl`) instead of AIPerf's phase split.
 //!
 //! AIPerf splits cumulative counters by the phase it tagged each scrape with;
-//! a wrongly tagged baseline scrape moves the split (seed 001). Here every
-//! scrape interval's counter increments go to the phase of the requests that
-//! could have caused them: those whose span, from start to end plus the match
-//! slack, overlaps the interval (whenever a framework counts a request, at
-//! scheduling, prefill or completion, it is inside that span). An interval
-//! whose candidates are all profiling requests counts for profiling, all
-//! warmup for warmup; one with both, or with increments and no candidate
-//! (foreign traffic), is ambiguous. With no ambiguous interval the rate is
-//! exact; otherwise it is bounded by giving each ambiguous interval wholly to
-//! profiling or not, whichever makes the ratio lowest or highest (the extremes
-//! of a ratio of sums over such choices; splitting an interval lies between).
+//! a wrongly tagged baseline scrape moves the split (seed 001). Here the
+//! headline formula's counters are split by the attribution engine
+//! ([`attribution::by_span`]): every scrape interval's increments go to the
+//! phase of the requests whose spans overlap it. With no ambiguous interval
+//! the rate is exact; otherwise it is bounded by giving each ambiguous
+//! interval wholly to profiling or not, whichever makes the ratio lowest or
+//! highest (the extremes of a ratio of sums over such choices; splitting an
+//! interval lies between).
 
 use serde::Serialize;
 
 use super::{counts_for, ServerRate};
-use crate::artifacts::records::{Phase, Record};
+use crate::artifacts::records::Record;
 use crate::artifacts::scrapes::Scrape;
+use crate::model::attribution::{self, Exactness, Refusal, SpanSplit, Spans};
 
 /// The headline formula recomputed over the true profiling requests.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -26,7 +24,7 @@ pub struct RawScrapeRate {
     /// The formula, as in `server[]`.
     pub formula: String,
     /// `exact` or `bounded`.
-    pub exactness: &'static str,
+    pub exactness: Exactness,
     /// The rate when exact (0..1).
     pub hit_rate: Option<f64>,
     /// Lowest rate the attribution allows.
@@ -63,93 +61,36 @@ pub fn recompute(
     if records.is_empty() {
         return Err("there are no records to attribute the increments to".into());
     }
-    let total = |s: &Scrape, name: &str, filter| -> Option<f64> {
-        s.samples(name).map(|ss| {
-            ss.iter()
-                .filter(|x| counts_for(&x.labels, filter, prefill_only))
-                .filter_map(|x| x.cumulative())
-                .sum()
-        })
-    };
     let mut endpoints: Vec<&str> = scrapes.iter().map(|s| s.endpoint_url.as_str()).collect();
     endpoints.sort_unstable();
     endpoints.dedup();
-    // Per phase, the request spans by start time and the running maximum of
-    // their ends: some span of the phase overlaps (a, b] exactly when the
-    // latest end among those starting by b is after a (a binary search per
-    // interval, not a scan of the records).
-    let spans_of = |phase: Phase| {
-        let mut spans: Vec<(u64, u64)> = records
-            .iter()
-            .filter(|r| r.phase == phase)
-            .map(|r| {
-                let end = r.request_end_ns.max(r.request_start_ns);
-                (r.request_start_ns, end.saturating_add(slack_ns))
-            })
-            .collect();
-        spans.sort_unstable();
-        let mut latest = 0;
-        for s in spans.iter_mut() {
-            latest = latest.max(s.1);
-            s.1 = latest;
-        }
-        spans
-    };
-    let (profiling_spans, warmup_spans) = (spans_of(Phase::Profiling), spans_of(Phase::Warmup));
-    let overlaps = |spans: &[(u64, u64)], a: u64, b: u64| {
-        let upto = spans.partition_point(|s| s.0 <= b);
-        upto > 0 && spans[upto - 1].1 > a
-    };
-    let (mut n_certain, mut d_certain) = (0.0, 0.0);
-    let mut ambiguous: Vec<(f64, f64)> = Vec::new();
-    let mut intervals = 0;
+    let spans = Spans::of(records, slack_ns);
+    let mut split = SpanSplit::default();
     for ep in endpoints {
-        let mut pts: Vec<(u64, f64, f64)> = scrapes
-            .iter()
-            .filter(|s| s.endpoint_url == ep)
-            .filter_map(|s| {
-                Some((
-                    s.timestamp_ns,
-                    total(s, num_name, f.num_filter)?,
-                    total(s, den_name, f.den_filter)?,
-                ))
+        let series = |name: &str, filter| {
+            attribution::cumulative(scrapes, ep, name, |labels| {
+                counts_for(labels, filter, prefill_only)
             })
-            .collect();
-        pts.sort_unstable_by_key(|p| p.0);
-        if pts.len() < 2 {
-            continue;
-        }
-        if first_start.is_some_and(|s| s <= pts[0].0) {
-            return Err(format!(
-                "the first raw scrape of {ep} comes after the first request started, so \
-                 earlier increments cannot be placed"
-            ));
-        }
-        for w in pts.windows(2) {
-            let ((a, na, da), (b, nb, db)) = (w[0], w[1]);
-            let (dn, dd) = (nb - na, db - da);
-            if dn < 0.0 || dd < 0.0 {
+        };
+        let (num, den) = (series(num_name, f.num_filter), series(den_name, f.den_filter));
+        match attribution::by_span(&num, &den, &spans, first_start, &mut split) {
+            Ok(()) => {}
+            Err(Refusal::LateBaseline) => {
                 return Err(format!(
-                    "a counter of {formula} went down on {ep} (a reset)"
-                ));
+                    "the first raw scrape of {ep} comes after the first request started, so \
+                     earlier increments cannot be placed"
+                ))
             }
-            intervals += 1;
-            if dn == 0.0 && dd == 0.0 {
-                continue;
-            }
-            // Candidates: requests whose span overlaps (a, b].
-            let profiling = overlaps(&profiling_spans, a, b);
-            let warmup = overlaps(&warmup_spans, a, b);
-            match (profiling, warmup) {
-                (true, false) => {
-                    n_certain += dn;
-                    d_certain += dd;
-                }
-                (false, true) => {}
-                _ => ambiguous.push((dn, dd)),
+            Err(Refusal::Reset) => {
+                return Err(format!("a counter of {formula} went down on {ep} (a reset)"))
             }
         }
     }
+    let SpanSplit {
+        intervals,
+        certain: (n_certain, d_certain),
+        ambiguous,
+    } = split;
     if intervals == 0 {
         return Err("fewer than two raw scrapes carry the formula's counters".into());
     }
@@ -158,7 +99,11 @@ pub fn recompute(
     let rate = |r: Option<f64>| r.filter(|x| (0.0..=1.0).contains(x));
     Ok(RawScrapeRate {
         formula: formula.to_string(),
-        exactness: if exact { "exact" } else { "bounded" },
+        exactness: if exact {
+            Exactness::Exact
+        } else {
+            Exactness::Bounded
+        },
         hit_rate: if exact {
             rate((d_certain > 0.0).then(|| n_certain / d_certain))
         } else {

@@ -1,0 +1,717 @@
+//! Attributing raw-scrape increments to requests: the one engine both the
+//! phase check (a histogram's or counter's observations, one per request)
+//! and the cache check (token counters, amounts per interval) place server
+//! increments in time with.
+//!
+//! AIPerf's raw scrapes (`server_metrics_export.jsonl`) hold cumulative
+//! values. [`cumulative`] reads one family on one endpoint as a time series
+//! of [`Point`]s (count, sum, buckets), summed over the label sets a filter
+//! keeps. Each interval between two scrapes then holds an increment, which
+//! is given to the requests that could have caused it:
+//! - [`by_observation`]: each of an interval's `k` observations goes to a
+//!   request whose event (arrival, first token, completion; [`candidates`])
+//!   falls in it, else to an overdue one, else to one in flight; the result
+//!   is a per-phase count, sum (exact, or bounded where the choice was
+//!   ambiguous) and, when exact, the phase's own buckets;
+//! - [`by_span`]: an interval's amounts go to the phase whose requests'
+//!   spans overlap it; an interval both phases (or none) overlap is
+//!   ambiguous and bounds the result.
+//!
+//! Neither attributes across a decrease (a reset) or without a scrape
+//! before the first request (the increments before it cannot be placed).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+
+use serde::Serialize;
+
+use crate::artifacts::records::{Phase, Record};
+use crate::artifacts::scrapes::Scrape;
+use crate::frameworks::ObservedAt;
+use crate::stats::{le_text, le_value, Percentiles};
+
+closed_set! {
+    /// Whether an attribution is exact or only bounded.
+    pub enum Exactness {
+        /// Every increment went to one phase with certainty.
+        Exact => "exact",
+        /// Some could have gone to either: the figures are bounds.
+        Bounded => "bounded",
+    }
+}
+
+/// One scrape of a cumulative series: its time, the summed count (a
+/// histogram's `_count`, a counter's value), the summed sum (histograms) and
+/// buckets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    /// Scrape time (ns).
+    pub t: u64,
+    /// The scrape's line in the file (identifies the scrape).
+    pub line: u64,
+    /// Cumulative count (histogram) or value (counter).
+    pub count: f64,
+    /// Cumulative sum (histograms; `None` for counters).
+    pub sum: Option<f64>,
+    buckets: BTreeMap<u64, (f64, f64)>, // le bits (ordered by value) -> (le, count)
+}
+
+impl Point {
+    /// What the series accumulates: a histogram's sum, a counter's value.
+    pub fn amount(&self) -> f64 {
+        self.sum.unwrap_or(self.count)
+    }
+}
+
+fn le_key(le: f64) -> u64 {
+    // Order-preserving for non-negative floats (bucket bounds are >= 0).
+    le.to_bits()
+}
+
+/// The cumulative series of `family` (with or without `_total`) on
+/// `endpoint`, summed over the samples whose labels `keep` accepts, in time
+/// order. A scrape without the family, or with a kept sample that lacks its
+/// value, is left out.
+pub fn cumulative(
+    scrapes: &[Scrape],
+    endpoint: &str,
+    family: &str,
+    keep: impl Fn(&BTreeMap<String, String>) -> bool,
+) -> Vec<Point> {
+    let mut pts: Vec<Point> = scrapes
+        .iter()
+        .filter(|s| s.endpoint_url == endpoint)
+        .filter_map(|s| {
+            let ss = s.samples(family)?;
+            let mut p = Point {
+                t: s.timestamp_ns,
+                line: s.line,
+                count: 0.0,
+                sum: Some(0.0),
+                buckets: BTreeMap::new(),
+            };
+            for x in ss.iter().filter(|x| keep(&x.labels)) {
+                p.count += x.cumulative()?;
+                p.sum = match (p.sum, x.sum) {
+                    (Some(a), Some(b)) => Some(a + b),
+                    _ => None,
+                };
+                for (le, c) in x.buckets.iter().flatten() {
+                    let v = le_value(le)?;
+                    let e = p.buckets.entry(le_key(v)).or_insert((v, 0.0));
+                    e.1 += c;
+                }
+            }
+            Some(p)
+        })
+        .collect();
+    pts.sort_by_key(|p| p.t);
+    pts
+}
+
+/// The first scrape must predate every request, or the increments before
+/// it cannot be placed.
+fn baseline_predates(pts: &[Point], first_start: Option<u64>) -> bool {
+    first_start.is_none_or(|s| pts.first().is_none_or(|p| s > p.t))
+}
+
+/// A corrected split of one phase from the raw scrapes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Corrected {
+    /// Observations attributed to this phase's requests.
+    pub count: u64,
+    /// Sum of their values (histograms); point estimate when bounded.
+    pub sum: Option<f64>,
+    /// Lower bound of the sum.
+    pub sum_low: Option<f64>,
+    /// Upper bound of the sum (`null` when unbounded: the +Inf bucket).
+    pub sum_high: Option<f64>,
+    /// `sum / count`.
+    pub avg: Option<f64>,
+    /// `exact` or `bounded`.
+    pub exactness: Exactness,
+    /// Histograms attributed exactly: the phase's cumulative buckets (`le`
+    /// to count, as in the export).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<BTreeMap<String, f64>>,
+    /// Percentiles estimated from those buckets (Prometheus
+    /// `histogram_quantile` interpolation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percentiles: Option<Percentiles>,
+}
+
+/// Per-phase results of attributing a series' observations to requests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attribution {
+    /// Profiling.
+    pub profiling: Corrected,
+    /// Warmup.
+    pub warmup: Corrected,
+}
+
+impl Attribution {
+    /// The split of one phase.
+    pub fn get(&self, phase: Phase) -> &Corrected {
+        match phase {
+            Phase::Profiling => &self.profiling,
+            Phase::Warmup => &self.warmup,
+        }
+    }
+}
+
+// --- By observation --------------------------------------------------------------------
+
+/// The successful requests as candidates for observations of a metric
+/// observed at `at`, sorted by the earliest time their observation can appear.
+pub fn candidates(records: &[Record], at: ObservedAt, slack: u64) -> Vec<Candidate> {
+    let mut cands: Vec<Candidate> = Vec::with_capacity(records.len());
+    cands.extend(records.iter().filter(|r| r.is_success()).map(|r| {
+        let (event, known) = match at {
+            ObservedAt::Arrival => (r.request_start_ns, true),
+            ObservedAt::FirstToken => match r.first_token_ns() {
+                Some(t) => (t, true),
+                None => (r.request_end_ns, false),
+            },
+            ObservedAt::Completion => (r.request_end_ns, true),
+        };
+        let earliest = if known {
+            event.saturating_sub(slack)
+        } else {
+            r.request_start_ns
+        };
+        Candidate {
+            earliest,
+            event,
+            phase: r.phase,
+        }
+    }));
+    cands.sort_unstable_by_key(|c| (c.earliest, c.event));
+    cands
+}
+
+/// A request as the possible cause of one observation.
+pub struct Candidate {
+    /// Earliest time the server can have published its observation.
+    earliest: u64,
+    event: u64,
+    phase: Phase,
+}
+
+/// The candidates of an attribution that have not been given an increment
+/// yet, kept so that each scrape interval takes its own in time that does not
+/// grow with all of them: a run whose server counted far fewer observations
+/// than it had requests piles up pending candidates, and they all end late.
+///
+/// Within an interval `(a, b]` a candidate whose event (`e`) is
+/// - on time (`a < e + slack`, `e <= b + slack`) comes first,
+/// - late (`e + slack <= a`: owed an observation already) next,
+/// - in flight (`e > b + slack`) last;
+///
+/// ties in event order, then in arrival order (the candidate index). A late
+/// candidate stays late (the intervals move forward), so the late ones wait
+/// in a heap, and only the others (the requests in flight around the
+/// interval) are ranked again in each interval.
+struct Pending<'c> {
+    cands: &'c [Candidate],
+    slack: u64,
+    /// Pending, not late yet, as (event, index).
+    fresh: Vec<(u64, usize)>,
+    /// Pending and late, smallest (event, index) first.
+    late: BinaryHeap<Reverse<(u64, usize)>>,
+    /// Pending candidates of each phase, by `Phase as usize`.
+    per_phase: [usize; 2],
+    /// Candidates below this index that are still pending were passed over
+    /// in an ambiguous interval: whichever increment such a candidate gets
+    /// later could have gone elsewhere. (Candidates become pending in index
+    /// order, so one mark covers every pending candidate of that interval.)
+    float_below: usize,
+}
+
+impl<'c> Pending<'c> {
+    fn new(cands: &'c [Candidate], slack: u64) -> Self {
+        Pending {
+            cands,
+            slack,
+            fresh: Vec::new(),
+            late: BinaryHeap::new(),
+            per_phase: [0; 2],
+            float_below: 0,
+        }
+    }
+
+    fn add(&mut self, i: usize) {
+        self.fresh.push((self.cands[i].event, i));
+        self.per_phase[self.cands[i].phase as usize] += 1;
+    }
+
+    fn len(&self) -> usize {
+        self.fresh.len() + self.late.len()
+    }
+
+    /// The first `k` pending candidates for the interval `(a, b]`, in order,
+    /// taken out; and whether the choice was ambiguous: candidates were left
+    /// and the chosen and the left do not all share one phase. `next` is the
+    /// number of candidates that have become pending.
+    fn choose(&mut self, a: u64, b: u64, k: usize, next: usize) -> (Vec<usize>, bool) {
+        let slack = self.slack;
+        let late = &mut self.late;
+        self.fresh.retain(|&(e, i)| {
+            let is_late = e.saturating_add(slack) <= a;
+            if is_late {
+                late.push(Reverse((e, i)));
+            }
+            !is_late
+        });
+        let take = k.min(self.len());
+        // The fresh ones by (in flight, event, index): on time first.
+        let in_flight = |e: u64| e > b.saturating_add(slack);
+        let key = |&(e, i): &(u64, usize)| (in_flight(e), e, i);
+        let n = take.min(self.fresh.len());
+        if n < self.fresh.len() {
+            self.fresh.select_nth_unstable_by_key(n, key);
+        }
+        self.fresh[..n].sort_unstable_by_key(key);
+        let on_time = self.fresh[..n]
+            .iter()
+            .take_while(|&&(e, _)| !in_flight(e))
+            .count();
+        let mut chosen: Vec<usize> = self.fresh[..on_time].iter().map(|&(_, i)| i).collect();
+        while chosen.len() < take {
+            match self.late.pop() {
+                Some(Reverse((_, i))) => chosen.push(i),
+                None => break,
+            }
+        }
+        // In flight last; `fresh[..n]` holds the first of them in order.
+        let from_fresh = on_time + (take - chosen.len());
+        chosen.extend(self.fresh[on_time..from_fresh].iter().map(|&(_, i)| i));
+        self.fresh.drain(..from_fresh);
+        for &i in &chosen {
+            self.per_phase[self.cands[i].phase as usize] -= 1;
+        }
+        let ambiguous = self.len() > 0 && {
+            let mut seen = [false; 2];
+            for &i in &chosen {
+                seen[self.cands[i].phase as usize] = true;
+            }
+            for (s, &n) in seen.iter_mut().zip(&self.per_phase) {
+                *s |= n > 0;
+            }
+            seen[0] && seen[1]
+        };
+        if ambiguous {
+            self.float_below = next;
+        }
+        (chosen, ambiguous)
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Increment {
+    phase: Option<Phase>,
+    point: f64,
+    lo: f64,
+    hi: f64,
+    /// The bucket (`le`) the bucket deltas put it in, when they tell.
+    le: Option<f64>,
+    /// Its attribution could have gone to the other phase.
+    uncertain: bool,
+}
+
+/// Attributes each scrape interval's increments to requests, and returns the
+/// per-phase split. `None` when the raw scrapes cannot support it (too few
+/// scrapes, no baseline before the first request, a reset).
+///
+/// A request's observation can appear once the client-side time of its event
+/// (arrival, first token, completion) is within the slack of the scrape; when
+/// the record does not carry that time (TTFT of a non-streaming request), as
+/// soon as the request has started. Within an interval the increments go
+/// first to requests whose event falls in it, then to requests whose event is
+/// past (late publications, oldest first), then to requests still in flight. Where both
+/// phases were eligible for fewer increments than candidates, the choice is
+/// ambiguous: those increments, and the later ones taken by the candidates
+/// passed over, are uncertain, and the phase sums become bounds built from
+/// the bucket ranges of the uncertain increments.
+pub fn by_observation(
+    pts: &[Point],
+    first_start: Option<u64>,
+    cands: &[Candidate],
+    slack: u64,
+) -> Option<Attribution> {
+    if pts.len() < 2 || !baseline_predates(pts, first_start) {
+        return None;
+    }
+    let is_hist = pts.iter().all(|p| p.sum.is_some());
+    let mut next = 0usize;
+    let mut pending = Pending::new(cands, slack);
+    let mut increments: Vec<Increment> = Vec::new();
+    let mut unattributed = 0u64;
+    for w in pts.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        let dc = b.count - a.count;
+        if dc < -0.5 {
+            return None; // a reset: reported separately, not repaired across
+        }
+        while next < cands.len() && cands[next].earliest <= b.t {
+            pending.add(next);
+            next += 1;
+        }
+        let k = dc.round() as usize;
+        if k == 0 {
+            continue;
+        }
+        // Passed over in an earlier ambiguous interval (read before this
+        // interval's choice can move the mark).
+        let floating = pending.float_below;
+        let (chosen, ambiguous) = pending.choose(a.t, b.t, k, next);
+        unattributed += (k - chosen.len()) as u64;
+        let dsum = match (a.sum, b.sum) {
+            (Some(x), Some(y)) => y - x,
+            _ => 0.0,
+        };
+        let ranges = increment_ranges(a, b, k, dsum);
+        let point = dsum / k as f64;
+        let mixed_here = chosen
+            .iter()
+            .map(|i| cands[*i].phase)
+            .collect::<BTreeSet<_>>()
+            .len()
+            > 1;
+        for (j, (lo, hi, le)) in ranges.into_iter().enumerate() {
+            let cand = chosen.get(j).copied();
+            increments.push(Increment {
+                phase: cand.map(|i| cands[i].phase),
+                point,
+                lo,
+                hi,
+                le,
+                uncertain: ambiguous || mixed_here || cand.is_some_and(|i| i < floating),
+            });
+        }
+    }
+    let unobserved = pending.len() + (cands.len() - next);
+    let pool: Vec<&Increment> = increments.iter().filter(|x| x.uncertain).collect();
+    let finish = |phase: Phase| {
+        let mine = increments.iter().filter(|x| x.phase == Some(phase));
+        let (mut count, mut point, mut certain, mut n_uncertain) = (0u64, 0.0, 0.0, 0usize);
+        for x in mine {
+            count += 1;
+            point += x.point;
+            if x.uncertain {
+                n_uncertain += 1;
+            } else {
+                certain += x.point;
+            }
+        }
+        let mut los: Vec<f64> = pool.iter().map(|x| x.lo).collect();
+        let mut his: Vec<f64> = pool.iter().map(|x| x.hi).collect();
+        los.sort_by(f64::total_cmp);
+        his.sort_by(|a, b| b.total_cmp(a));
+        let low = certain + los.iter().take(n_uncertain).sum::<f64>();
+        let high = certain + his.iter().take(n_uncertain).sum::<f64>();
+        let bounded = n_uncertain > 0 || unattributed > 0 || unobserved > 0;
+        let (sum, sum_low, sum_high) = if is_hist {
+            (Some(point), Some(low), Some(high).filter(|h| h.is_finite()))
+        } else {
+            (None, None, None)
+        };
+        // Exact attribution of a histogram: the phase's own buckets, and the
+        // percentiles estimated from them.
+        let buckets = (is_hist && !bounded)
+            .then(|| {
+                let les: Vec<f64> = pts.last()?.buckets.values().map(|x| x.0).collect();
+                let mut per_le: Vec<f64> = vec![0.0; les.len()];
+                for x in increments.iter().filter(|x| x.phase == Some(phase)) {
+                    let i = les.iter().position(|le| Some(*le) == x.le)?;
+                    per_le[i] += 1.0;
+                }
+                let mut cum = 0.0;
+                let buckets: Vec<(f64, f64)> = les
+                    .iter()
+                    .zip(per_le)
+                    .map(|(le, n)| {
+                        cum += n;
+                        (*le, cum)
+                    })
+                    .collect();
+                (buckets.last()?.0 == f64::INFINITY).then_some(buckets)
+            })
+            .flatten();
+        Corrected {
+            count,
+            sum,
+            sum_low,
+            sum_high,
+            avg: sum.filter(|_| count > 0).map(|s| s / count as f64),
+            exactness: if bounded {
+                Exactness::Bounded
+            } else {
+                Exactness::Exact
+            },
+            percentiles: buckets.as_deref().map(Percentiles::of_buckets),
+            buckets: buckets.map(|b| b.iter().map(|(le, c)| (le_text(*le), *c)).collect()),
+        }
+    };
+    Some(Attribution {
+        profiling: finish(Phase::Profiling),
+        warmup: finish(Phase::Warmup),
+    })
+}
+
+/// Value bounds of each of an interval's `k` increments: exact for a single
+/// increment (the sum delta), otherwise the bucket ranges they fell into.
+/// Also the bucket (`le`) of each, from the bucket deltas; `None` where the
+/// deltas account for fewer than `k` increments.
+fn increment_ranges(a: &Point, b: &Point, k: usize, dsum: f64) -> Vec<(f64, f64, Option<f64>)> {
+    let mut ranges = Vec::with_capacity(k);
+    let (mut prev_le, mut prev_c) = (0.0, 0.0);
+    for (le, c) in b.buckets.values() {
+        let before = a.buckets.get(&le_key(*le)).map_or(0.0, |x| x.1);
+        let cum = c - before;
+        let n = (cum - prev_c).round().max(0.0) as usize;
+        ranges.extend(std::iter::repeat_n((prev_le, *le, Some(*le)), n));
+        prev_le = *le;
+        prev_c = cum;
+    }
+    ranges.resize(k, (0.0, f64::INFINITY, None));
+    if k == 1 {
+        // A single increment's value is the sum delta itself.
+        ranges[0] = (dsum, dsum, ranges[0].2);
+    }
+    ranges
+}
+
+
+// --- By span ---------------------------------------------------------------------------
+
+/// The requests of each phase as spans, from start to end plus the slack:
+/// whenever a framework counts a request (at scheduling, prefill or
+/// completion), it is inside that span.
+pub struct Spans {
+    /// Per phase (`Phase as usize`): spans sorted by start, each end raised
+    /// to the latest end so far, so that some span overlaps `(a, b]`
+    /// exactly when the last span starting by `b` ends after `a`.
+    by_phase: [Vec<(u64, u64)>; 2],
+}
+
+impl Spans {
+    /// The spans of `records`.
+    pub fn of(records: &[Record], slack: u64) -> Spans {
+        let of_phase = |phase: Phase| {
+            let mut spans: Vec<(u64, u64)> = records
+                .iter()
+                .filter(|r| r.phase == phase)
+                .map(|r| {
+                    let end = r.request_end_ns.max(r.request_start_ns);
+                    (r.request_start_ns, end.saturating_add(slack))
+                })
+                .collect();
+            spans.sort_unstable();
+            let mut latest = 0;
+            for s in spans.iter_mut() {
+                latest = latest.max(s.1);
+                s.1 = latest;
+            }
+            spans
+        };
+        Spans {
+            by_phase: [of_phase(Phase::Warmup), of_phase(Phase::Profiling)],
+        }
+    }
+
+    /// Whether a request of `phase` was in flight during `(a, b]`.
+    fn overlaps(&self, phase: Phase, a: u64, b: u64) -> bool {
+        let spans = &self.by_phase[phase as usize];
+        let upto = spans.partition_point(|s| s.0 <= b);
+        upto > 0 && spans[upto - 1].1 > a
+    }
+}
+
+/// Two cumulative series (a ratio's numerator and denominator) split by
+/// phase interval by interval.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SpanSplit {
+    /// Intervals over every endpoint.
+    pub intervals: usize,
+    /// Numerator and denominator increments of intervals only profiling
+    /// requests overlap.
+    pub certain: (f64, f64),
+    /// Increments of intervals both phases overlap, or none (foreign traffic).
+    pub ambiguous: Vec<(f64, f64)>,
+}
+
+/// Why raw scrapes cannot split a series.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The first scrape of the endpoint comes after the first request.
+    LateBaseline,
+    /// A cumulative value went down (a reset).
+    Reset,
+}
+
+/// Adds the intervals of one endpoint's numerator and denominator series
+/// (joined on their scrapes) to `split`.
+pub fn by_span(
+    num: &[Point],
+    den: &[Point],
+    spans: &Spans,
+    first_start: Option<u64>,
+    split: &mut SpanSplit,
+) -> Result<(), Refusal> {
+    let dens: BTreeMap<u64, &Point> = den.iter().map(|p| (p.line, p)).collect();
+    let pts: Vec<(u64, f64, f64)> = num
+        .iter()
+        .filter_map(|n| Some((n.t, n.amount(), dens.get(&n.line)?.amount())))
+        .collect();
+    if pts.len() < 2 {
+        return Ok(());
+    }
+    if first_start.is_some_and(|s| s <= pts[0].0) {
+        return Err(Refusal::LateBaseline);
+    }
+    for w in pts.windows(2) {
+        let ((a, na, da), (b, nb, db)) = (w[0], w[1]);
+        let (dn, dd) = (nb - na, db - da);
+        if dn < 0.0 || dd < 0.0 {
+            return Err(Refusal::Reset);
+        }
+        split.intervals += 1;
+        if dn == 0.0 && dd == 0.0 {
+            continue;
+        }
+        let profiling = spans.overlaps(Phase::Profiling, a, b);
+        let warmup = spans.overlaps(Phase::Warmup, a, b);
+        match (profiling, warmup) {
+            (true, false) => {
+                split.certain.0 += dn;
+                split.certain.1 += dd;
+            }
+            (false, true) => {}
+            _ => split.ambiguous.push((dn, dd)),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The selection as first written (a vector of all pending candidates,
+    /// ranked again in every interval, and a flag per candidate): for each
+    /// interval with increments, the chosen candidates in order, whether the
+    /// choice was ambiguous and which chosen ones had been passed over in an
+    /// ambiguous interval; and how many stay pending.
+    #[allow(clippy::type_complexity)]
+    fn reference_choices(
+        cands: &[Candidate],
+        slack: u64,
+        intervals: &[(u64, u64, usize)],
+    ) -> (Vec<(Vec<usize>, bool, Vec<bool>)>, usize) {
+        let mut floating = vec![false; cands.len()];
+        let mut pending: Vec<(u64, usize)> = Vec::new();
+        let mut next = 0;
+        let mut out = Vec::new();
+        for &(a, b, k) in intervals {
+            while next < cands.len() && cands[next].earliest <= b {
+                pending.push((cands[next].event, next));
+                next += 1;
+            }
+            if k == 0 {
+                continue;
+            }
+            let rank = |e: u64| {
+                if e.saturating_add(slack) > a && e <= b.saturating_add(slack) {
+                    (0, e)
+                } else if e <= a {
+                    (1, e)
+                } else {
+                    (2, e)
+                }
+            };
+            let key = |&(e, i): &(u64, usize)| (rank(e), i);
+            let take = k.min(pending.len());
+            pending.sort_by_key(key);
+            let chosen: Vec<usize> = pending.drain(..take).map(|(_, i)| i).collect();
+            let mut phases = chosen
+                .iter()
+                .chain(pending.iter().map(|(_, i)| i))
+                .map(|i| cands[*i].phase);
+            let first = phases.next();
+            let ambiguous = !pending.is_empty() && phases.any(|p| Some(p) != first);
+            let was_floating = chosen.iter().map(|&i| floating[i]).collect();
+            if ambiguous {
+                for &(_, i) in &pending {
+                    floating[i] = true;
+                }
+            }
+            out.push((chosen, ambiguous, was_floating));
+        }
+        (out, pending.len())
+    }
+
+    #[test]
+    fn pending_candidates_are_chosen_as_the_first_selection_chose_them() {
+        // Random runs with heavy ties (few distinct times), both phases,
+        // intervals taking none, some, or more than are pending.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for _ in 0..3000 {
+            let n = rnd(60) as usize;
+            let spread = 1 + rnd(40);
+            let slack = rnd(4);
+            let mut cands: Vec<Candidate> = (0..n)
+                .map(|_| {
+                    let event = rnd(spread);
+                    let known = rnd(4) != 0;
+                    Candidate {
+                        earliest: if known {
+                            event.saturating_sub(slack)
+                        } else {
+                            event.saturating_sub(rnd(10))
+                        },
+                        event,
+                        phase: if rnd(5) == 0 {
+                            Phase::Warmup
+                        } else {
+                            Phase::Profiling
+                        },
+                    }
+                })
+                .collect();
+            cands.sort_unstable_by_key(|c| (c.earliest, c.event));
+            let mut t = rnd(5);
+            let intervals: Vec<(u64, u64, usize)> = (0..rnd(12))
+                .map(|_| {
+                    let a = t;
+                    t += rnd(8);
+                    (a, t, rnd(9) as usize)
+                })
+                .collect();
+            let (want, left) = reference_choices(&cands, slack, &intervals);
+            let mut pending = Pending::new(&cands, slack);
+            let mut next = 0;
+            let mut got = Vec::new();
+            for &(a, b, k) in &intervals {
+                while next < cands.len() && cands[next].earliest <= b {
+                    pending.add(next);
+                    next += 1;
+                }
+                if k == 0 {
+                    continue;
+                }
+                let floating = pending.float_below;
+                let (chosen, ambiguous) = pending.choose(a, b, k, next);
+                let was_floating = chosen.iter().map(|&i| i < floating).collect();
+                got.push((chosen, ambiguous, was_floating));
+            }
+            assert_eq!(got, want, "slack {slack}, intervals {intervals:?}");
+            assert_eq!(pending.len(), left);
+        }
+    }
+}
