@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::artifacts::records::{Metric, Phase, Record};
 use crate::config::Settings;
-use crate::findings::Finding;
+use crate::findings::{Finding, Unit};
 
 crate::define_codes! { "claims";
     CLAIM_MISMATCH => ("claim-mismatch", Error,
@@ -24,12 +24,13 @@ crate::define_codes! { "claims";
 }
 use crate::model::cache::client_rate;
 use crate::model::selection::{self, Exclusions};
+use crate::stats::Stat;
 
 /// What a claim is about.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Quantity {
     /// A statistic (`mean`, `p50`, `p90`, `p99`) of a per-request metric.
-    Record(Metric, &'static str),
+    Record(Metric, Stat),
     /// The clients' token-weighted prefix-cache hit rate (0..1).
     PrefixCacheHitRate,
 }
@@ -64,15 +65,13 @@ struct ClaimSpec {
     tolerance: Option<f64>,
 }
 
-const STATS: &[&str] = &["mean", "p50", "p90", "p99"];
-
 /// Parses a claim name: `<tag>.<stat>`, the aliases `ttft_<stat>_ms`,
 /// `latency_<stat>_ms`, `itl_<stat>_ms`, or `prefix_cache_hit_rate`.
 pub fn quantity(name: &str) -> Option<Quantity> {
     if name == "prefix_cache_hit_rate" {
         return Some(Quantity::PrefixCacheHitRate);
     }
-    let stat_of = |s: &str| STATS.iter().copied().find(|x| *x == s);
+    let stat_of = Stat::parse;
     if let Some((tag, stat)) = name.rsplit_once('.') {
         return Some(Quantity::Record(Metric::from_tag(tag)?, stat_of(stat)?));
     }
@@ -234,8 +233,12 @@ pub fn evaluate(
                 )
                 .field(c.name.clone())
                 .expected_found(supported, c.value)
-                .effect("difference", difference.unwrap_or(f64::NAN), "value")
-                .effect("difference_pct", difference_pct.unwrap_or(f64::NAN), "%"),
+                .effect("difference", difference.unwrap_or(f64::NAN), Unit::Value)
+                .effect(
+                    "difference_pct",
+                    difference_pct.unwrap_or(f64::NAN),
+                    Unit::Percent,
+                ),
             ),
             None => findings.push(
                 Finding::new(
@@ -269,11 +272,11 @@ mod tests {
     fn names_and_aliases_parse() {
         assert_eq!(
             quantity("ttft_p99_ms"),
-            Some(Quantity::Record(Metric::TimeToFirstToken, "p99"))
+            Some(Quantity::Record(Metric::TimeToFirstToken, Stat::P99))
         );
         assert_eq!(
             quantity("request_latency.mean"),
-            Some(Quantity::Record(Metric::RequestLatency, "mean"))
+            Some(Quantity::Record(Metric::RequestLatency, Stat::Mean))
         );
         assert_eq!(
             quantity("prefix_cache_hit_rate"),

@@ -12,31 +12,18 @@
 use serde::Serialize;
 use serde_json::Value;
 
-/// How bad a finding is. Ordered: `Info < Warning < Error`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Worth knowing; never fails a run unless `--fail-on info`.
-    Info,
-    /// A number is suspect or a check could only partly run.
-    Warning,
-    /// A published number is wrong, or an artifact is broken. The default
-    /// fail level.
-    #[default]
-    Error,
-}
-
-impl Severity {
-    /// Every severity, lowest first.
-    pub const ALL: [Severity; 3] = [Severity::Info, Severity::Warning, Severity::Error];
-
-    /// The lowercase name used in every output format.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
+closed_set! {
+    /// How bad a finding is. Ordered: `Info < Warning < Error`.
+    #[derive(Default)]
+    pub enum Severity {
+        /// Worth knowing; never fails a run unless `--fail-on info`.
+        Info => "info",
+        /// A number is suspect or a check could only partly run.
+        Warning => "warning",
+        /// A published number is wrong, or an artifact is broken. The default
+        /// fail level.
+        #[default]
+        Error => "error",
     }
 }
 
@@ -50,10 +37,7 @@ impl std::str::FromStr for Severity {
 
     /// The lowercase name, as [`Severity::as_str`] writes it.
     fn from_str(s: &str) -> Result<Severity, UnknownSeverity> {
-        Severity::ALL
-            .into_iter()
-            .find(|v| v.as_str() == s)
-            .ok_or_else(|| UnknownSeverity(s.to_string()))
+        Severity::parse(s).ok_or_else(|| UnknownSeverity(s.to_string()))
     }
 }
 
@@ -183,6 +167,26 @@ pub mod reading {
     }
 }
 
+closed_set! {
+    /// The unit of an effect's size.
+    pub enum Unit {
+        /// A number of observations, requests or records.
+        Count => "count",
+        /// Percent.
+        Percent => "%",
+        /// Percentage points.
+        Pp => "pp",
+        /// Milliseconds.
+        Ms => "ms",
+        /// Seconds.
+        S => "s",
+        /// Tokens.
+        Tokens => "tokens",
+        /// In the unit of the claimed value.
+        Value => "value",
+    }
+}
+
 /// A measured size of an effect: "+1 observation", "+20 %", "-3.1 pp".
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Effect {
@@ -190,8 +194,8 @@ pub struct Effect {
     pub quantity: &'static str,
     /// The value.
     pub value: f64,
-    /// `count`, `%`, `pp` (percentage points), `ms`, `tokens/s`.
-    pub unit: &'static str,
+    /// Its unit.
+    pub unit: Unit,
 }
 
 /// One problem found in one run.
@@ -269,7 +273,7 @@ impl Finding {
     }
 
     /// Adds an effect size.
-    pub fn effect(mut self, quantity: &'static str, value: f64, unit: &'static str) -> Finding {
+    pub fn effect(mut self, quantity: &'static str, value: f64, unit: Unit) -> Finding {
         if value.is_finite() {
             self.effect.push(Effect {
                 quantity,
@@ -302,7 +306,7 @@ mod tests {
 
     #[test]
     fn non_finite_effects_are_dropped() {
-        let f = Finding::new(reading::EMPTY_FILE, "x").effect("gap", f64::NAN, "pp");
+        let f = Finding::new(reading::EMPTY_FILE, "x").effect("gap", f64::NAN, Unit::Pp);
         assert!(f.effect.is_empty());
     }
 }

@@ -8,37 +8,36 @@
 
 use serde::Serialize;
 
-/// When a server publishes a request-scoped observation. It decides which
-/// record timestamp places the observation in time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ObservedAt {
-    /// When the request arrives (`request_start_ns`).
-    Arrival,
-    /// When the first token is produced (`request_start_ns` + TTFT).
-    FirstToken,
-    /// When the request finishes (`request_end_ns`).
-    Completion,
+closed_set! {
+    /// When a server publishes a request-scoped observation. It decides which
+    /// record timestamp places the observation in time.
+    pub enum ObservedAt {
+        /// When the request arrives (`request_start_ns`).
+        Arrival => "arrival",
+        /// When the first token is produced (`request_start_ns` + TTFT).
+        FirstToken => "first_token",
+        /// When the request finishes (`request_end_ns`).
+        Completion => "completion",
+    }
 }
 
-impl ObservedAt {
-    /// `arrival`, `first_token` or `completion`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ObservedAt::Arrival => "arrival",
-            ObservedAt::FirstToken => "first_token",
-            ObservedAt::Completion => "completion",
-        }
-    }
-
-    /// Parses the string form.
-    pub fn parse(s: &str) -> Option<ObservedAt> {
-        match s {
-            "arrival" => Some(ObservedAt::Arrival),
-            "first_token" => Some(ObservedAt::FirstToken),
-            "completion" => Some(ObservedAt::Completion),
-            _ => None,
-        }
+closed_set! {
+    /// A serving framework (or the user, for metrics named on the command line).
+    pub enum Framework {
+        /// vLLM.
+        Vllm => "vllm",
+        /// SGLang.
+        Sglang => "sglang",
+        /// TensorRT-LLM.
+        Trtllm => "trtllm",
+        /// Dynamo.
+        Dynamo => "dynamo",
+        /// ATOM.
+        Atom => "atom",
+        /// tabbyAPI (llama.cpp-style exporter).
+        Tabbyapi => "tabbyapi",
+        /// Named by the user (`--request-scoped-metric`).
+        User => "user",
     }
 }
 
@@ -48,18 +47,26 @@ pub struct RequestScoped {
     /// Exported name (built-in names are borrowed, user-supplied ones owned).
     pub name: std::borrow::Cow<'static, str>,
     /// Serving framework.
-    pub framework: &'static str,
+    pub framework: Framework,
     /// When it is observed.
     pub observed_at: ObservedAt,
 }
 
+impl RequestScoped {
+    /// Whether it is a time-to-first-token histogram (the preferred control:
+    /// every streaming request has one).
+    pub fn is_ttft(&self) -> bool {
+        self.name.contains("time_to_first_token")
+    }
+}
+
 macro_rules! scoped {
-    ($( $fw:literal: [ $( $name:literal => $at:ident ),* $(,)? ] )*) => {
+    ($( $fw:ident: [ $( $name:literal => $at:ident ),* $(,)? ] )*) => {
         /// Built-in request-scoped metrics, per framework.
         pub const REQUEST_SCOPED: &[RequestScoped] = &[
             $( $( RequestScoped {
                 name: std::borrow::Cow::Borrowed($name),
-                framework: $fw,
+                framework: Framework::$fw,
                 observed_at: ObservedAt::$at,
             }, )* )*
         ];
@@ -69,7 +76,7 @@ macro_rules! scoped {
 scoped! {
     // vLLM V1 records every per-request histogram when the request finishes,
     // except TTFT, observed when the first token is produced.
-    "vllm": [
+    Vllm: [
         "vllm:time_to_first_token_seconds" => FirstToken,
         "vllm:e2e_request_latency_seconds" => Completion,
         "vllm:request_queue_time_seconds" => Completion,
@@ -84,7 +91,7 @@ scoped! {
         "vllm:request_time_per_output_token_seconds" => Completion,
         "vllm:request_success" => Completion,
     ]
-    "sglang": [
+    Sglang: [
         "sglang:time_to_first_token_seconds" => FirstToken,
         "sglang:e2e_request_latency_seconds" => Completion,
         "sglang:queue_time_seconds" => FirstToken,
@@ -92,14 +99,14 @@ scoped! {
     ]
     // trtllm-serve computes its request histograms from the finished
     // request's perf metrics, TTFT included.
-    "trtllm": [
+    Trtllm: [
         "trtllm:time_to_first_token_seconds" => Completion,
         "trtllm:e2e_request_latency_seconds" => Completion,
         "trtllm:request_queue_time_seconds" => Completion,
         "trtllm:time_per_output_token_seconds" => Completion,
         "trtllm:request_success" => Completion,
     ]
-    "dynamo": [
+    Dynamo: [
         "dynamo_frontend_time_to_first_token_seconds" => FirstToken,
         "dynamo_frontend_request_duration_seconds" => Completion,
         "dynamo_frontend_input_sequence_tokens" => Arrival,
@@ -108,7 +115,7 @@ scoped! {
     ]
     // The llama.cpp-style exporter of tabbyAPI's metrics PR: every histogram,
     // TTFT included, is recorded in handle_finish_chunk, at completion.
-    "tabbyapi": [
+    Tabbyapi: [
         "tabbyapi:time_to_first_token_seconds" => Completion,
         "tabbyapi:e2e_request_latency_seconds" => Completion,
         "tabbyapi:request_queue_time_seconds" => Completion,
@@ -155,7 +162,13 @@ mod tests {
                 m.name
             );
         }
-        for fw in ["vllm", "sglang", "trtllm", "dynamo", "tabbyapi"] {
+        for fw in [
+            Framework::Vllm,
+            Framework::Sglang,
+            Framework::Trtllm,
+            Framework::Dynamo,
+            Framework::Tabbyapi,
+        ] {
             assert!(REQUEST_SCOPED.iter().any(|m| m.framework == fw));
         }
     }

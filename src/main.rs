@@ -130,7 +130,12 @@ fn print_config(explicit: Option<&std::path::Path>) -> Result<i32> {
 }
 
 fn run_clean(args: &CleanArgs) -> Result<i32> {
-    let settings = config::resolve(args.config.as_deref(), &args.thresholds.layer(), checks::code)?.settings;
+    let settings = config::resolve(
+        args.config.as_deref(),
+        &args.thresholds.layer(),
+        checks::code,
+    )?
+    .settings;
     let ex = clean::Exclusions {
         cold: args.exclude_cold,
         errors: args.exclude_errors,

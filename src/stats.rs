@@ -36,6 +36,20 @@ fn variance(values: &[f64], mean: f64) -> Option<f64> {
         .then(|| values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (values.len() - 1) as f64)
 }
 
+closed_set! {
+    /// A statistic of a published metric, as AIPerf names its percentiles.
+    pub enum Stat {
+        /// Arithmetic mean (AIPerf's `avg`).
+        Mean => "mean",
+        /// Median.
+        P50 => "p50",
+        /// 90th percentile.
+        P90 => "p90",
+        /// 99th percentile.
+        P99 => "p99",
+    }
+}
+
 /// The summary statistics reported per metric.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Summary {
@@ -109,13 +123,12 @@ impl Summary {
     }
 
     /// The named statistic.
-    pub fn get(&self, stat: &str) -> Option<f64> {
+    pub fn get(&self, stat: Stat) -> Option<f64> {
         match stat {
-            "mean" => self.mean,
-            "p50" => self.p50,
-            "p90" => self.p90,
-            "p99" => self.p99,
-            _ => None,
+            Stat::Mean => self.mean,
+            Stat::P50 => self.p50,
+            Stat::P90 => self.p90,
+            Stat::P99 => self.p99,
         }
     }
 }
@@ -150,13 +163,17 @@ impl Percentiles {
         }
     }
 
-    /// `(name, value)` of each percentile, known or not.
-    pub fn named(&self) -> [(&'static str, Option<f64>); 3] {
-        [("p50", self.p50), ("p90", self.p90), ("p99", self.p99)]
+    /// `(statistic, value)` of each percentile, known or not.
+    pub fn named(&self) -> [(Stat, Option<f64>); 3] {
+        [
+            (Stat::P50, self.p50),
+            (Stat::P90, self.p90),
+            (Stat::P99, self.p99),
+        ]
     }
 
-    /// `(name, value)` of the known percentiles.
-    pub fn known(&self) -> impl Iterator<Item = (&'static str, f64)> {
+    /// `(statistic, value)` of the known percentiles.
+    pub fn known(&self) -> impl Iterator<Item = (Stat, f64)> {
         self.named().into_iter().filter_map(|(n, v)| Some((n, v?)))
     }
 }

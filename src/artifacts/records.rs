@@ -36,22 +36,13 @@ pub const MAX_LINE_BYTES: usize = 64 << 20;
 
 const BLOCK_BYTES: usize = 1 << 20;
 
-/// Which phase a record belongs to (`metadata.benchmark_phase`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Phase {
-    /// Warmup requests (excluded from AIPerf's published metrics).
-    Warmup,
-    /// Profiling requests (the published ones).
-    Profiling,
-}
-
-impl Phase {
-    /// `warmup` or `profiling`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Warmup => "warmup",
-            Phase::Profiling => "profiling",
-        }
+closed_set! {
+    /// Which phase a record belongs to (`metadata.benchmark_phase`).
+    pub enum Phase {
+        /// Warmup requests (excluded from AIPerf's published metrics).
+        Warmup => "warmup",
+        /// Profiling requests (the published ones).
+        Profiling => "profiling",
     }
 }
 
@@ -73,6 +64,13 @@ macro_rules! record_metrics {
             /// Looks a metric up by its tag.
             pub fn from_tag(tag: &str) -> Option<Metric> {
                 match tag { $( stringify!($tag) => Some(Metric::$variant), )* _ => None }
+            }
+        }
+
+        /// Serialized as its tag.
+        impl Serialize for Metric {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.tag())
             }
         }
 

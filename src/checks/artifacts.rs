@@ -20,7 +20,7 @@ use serde::Serialize;
 use super::{Check, CheckOutput, CheckReport, Ctx};
 use crate::artifacts::records::{self, Metric, Phase};
 use crate::artifacts::summary;
-use crate::findings::{reading, Finding};
+use crate::findings::{reading, Finding, Unit};
 use crate::stats;
 
 /// The check.
@@ -184,11 +184,11 @@ fn request_counts(ctx: &Ctx, findings: &mut Vec<Finding>) {
                 phase.as_str()
             ))
             .expected_found(configured, successful)
-            .effect("missing_requests", missing as f64, "count")
+            .effect("missing_requests", missing as f64, Unit::Count)
             .effect(
                 "missing_pct",
                 missing as f64 / configured as f64 * 100.0,
-                "%",
+                Unit::Percent,
             ),
         );
     }
@@ -268,7 +268,7 @@ fn summary_agreement(
             .file(summary::FILE)
             .field(field)
             .expected_found(recomputed, published)
-            .effect("difference", published - recomputed, "count"),
+            .effect("difference", published - recomputed, Unit::Count),
         );
     };
     if let Some(published) = s.scalar("request_count") {
@@ -332,7 +332,7 @@ fn summary_agreement(
                     .effect(
                         "difference_pct",
                         (published - recomputed) / recomputed * 100.0,
-                        "%",
+                        Unit::Percent,
                     ),
                 );
             }
@@ -395,7 +395,7 @@ fn manifest_agreement(ctx: &Ctx, findings: &mut Vec<Finding>) {
                     .effect(
                         "difference",
                         published as f64 - records as f64,
-                        "count",
+                        Unit::Count,
                     ),
                 );
             }
@@ -444,7 +444,7 @@ fn record_sanity(records: &[records::Record], findings: &mut Vec<Finding>) {
                 ),
             )
             .file(records::FILE)
-            .effect("duplicates", duplicates.len() as f64, "count"),
+            .effect("duplicates", duplicates.len() as f64, Unit::Count),
         );
     }
     if let Some(&line) = backwards.first() {
@@ -460,7 +460,7 @@ fn record_sanity(records: &[records::Record], findings: &mut Vec<Finding>) {
             .file(records::FILE)
             .line(line)
             .field("metadata.request_end_ns")
-            .effect("records", backwards.len() as f64, "count"),
+            .effect("records", backwards.len() as f64, Unit::Count),
         );
     }
 }

@@ -24,7 +24,7 @@ use serde::Serialize;
 use super::{Check, CheckOutput, CheckReport, CheckStatus, Ctx, Detail};
 use crate::artifacts::records::{self, Metric, Phase, Record, RequestRef};
 use crate::config::ColdSettings;
-use crate::findings::Finding;
+use crate::findings::{Finding, Unit};
 use crate::stats::{self, DiffInterval};
 
 /// The check.
@@ -47,7 +47,7 @@ crate::define_codes! { "cold_connections";
 pub use crate::model::selection::PUBLISHED as KEY_METRICS;
 
 /// The statistics reported for each metric.
-pub const STATS: &[&str] = &["mean", "p50", "p90", "p99"];
+pub use crate::stats::Stat;
 
 pub use crate::model::connection::{classify, Temperature};
 
@@ -84,9 +84,9 @@ pub struct Noise {
 #[derive(Debug, Clone, Serialize)]
 pub struct MetricStat {
     /// Metric tag as in the records.
-    pub metric: &'static str,
-    /// `mean`, `p50`, `p90` or `p99`.
-    pub stat: &'static str,
+    pub metric: Metric,
+    /// The statistic.
+    pub stat: Stat,
     /// Over all successful profiling records.
     pub all: Option<f64>,
     /// Over warm successful profiling records only.
@@ -202,7 +202,7 @@ impl CheckReport for Report {
         let ttft = self
             .metrics
             .iter()
-            .find(|m| m.metric == "time_to_first_token" && m.stat == "p99")
+            .find(|m| m.metric == Metric::TimeToFirstToken && m.stat == Stat::P99)
             .and_then(|m| m.bias_pct)
             .map(|b| format!("; TTFT p99 {b:+.1} % vs warm only"))
             .unwrap_or_default();
@@ -232,7 +232,7 @@ impl CheckReport for Report {
             .iter()
             .map(|m| {
                 vec![
-                    m.metric.to_string(),
+                    m.metric.tag().to_string(),
                     m.stat.to_string(),
                     crate::report::fmt_opt(m.all, 3),
                     crate::report::fmt_opt(m.warm_only, 3),
@@ -376,11 +376,11 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
             .file(records::FILE)
             .field("metrics.http_req_connection_reused")
             .expected_found("some reused connections", "none reused")
-            .effect("cold_share", 100.0, "%")
+            .effect("cold_share", 100.0, Unit::Percent)
             .effect(
                 "connection_overhead_share",
                 connection_overhead_share.unwrap_or(f64::NAN) * 100.0,
-                "%",
+                Unit::Percent,
             ),
         );
     } else if c.warm > 0 && c.warm < s.min_warm && reason.is_none() {
@@ -439,7 +439,7 @@ fn metric_effect(
     );
     let mut metrics = Vec::new();
     let mut over = Vec::new();
-    for &stat in STATS {
+    for &stat in Stat::ALL {
         let bias = stats::bias_pct(sa.get(stat), sw.get(stat));
         if let Some(b) = bias {
             if b.abs() > s.bias_pct && warm_v.len() >= s.min_warm {
@@ -447,7 +447,7 @@ fn metric_effect(
             }
         }
         metrics.push(MetricStat {
-            metric: metric.tag(),
+            metric,
             stat,
             all: sa.get(stat),
             warm_only: sw.get(stat),
@@ -489,9 +489,9 @@ fn metric_effect(
             over.iter().map(|o| (o.0, o.3)).collect::<Vec<_>>(),
             over.iter().map(|o| (o.0, o.2)).collect::<Vec<_>>(),
         )
-        .effect("max_abs_bias", worst, "%");
+        .effect("max_abs_bias", worst, Unit::Percent);
         for (_, b, _, _) in &over {
-            f = f.effect("bias", *b, "%");
+            f = f.effect("bias", *b, Unit::Percent);
         }
         finding = Some(f);
     }

@@ -27,7 +27,7 @@ use super::{Check, CheckOutput, CheckReport, Ctx};
 use crate::artifacts::records::{self, Metric, Phase, Record};
 use crate::artifacts::server_metrics::{self, lookup, Families, MetricType};
 use crate::artifacts::summary;
-use crate::findings::Finding;
+use crate::findings::{Finding, Unit};
 
 /// The check.
 pub const CHECK: Check = Check {
@@ -494,7 +494,7 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
                 .file(summary::FILE)
                 .field("overall_usage_prompt_cache_read_pct.avg")
                 .expected_found(rate * 100.0, pct)
-                .effect("gap", gap, "pp"),
+                .effect("gap", gap, Unit::Pp),
             );
         }
     }
@@ -566,8 +566,12 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
                 )
                 .file(server_metrics::FILE)
                 .expected_found(client_prompt, sp)
-                .effect("difference", diff, "tokens")
-                .effect("difference_pct", diff / client_prompt * 100.0, "%"),
+                .effect("difference", diff, Unit::Tokens)
+                .effect(
+                    "difference_pct",
+                    diff / client_prompt * 100.0,
+                    Unit::Percent,
+                ),
             );
             if let (Some(c), Some(h)) = (&crossing, headline.filter(|h| !h.gauge)) {
                 server_adjusted = Some(adjust(h, c, diff));
@@ -683,11 +687,11 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
                 )
                 .file(server_metrics::FILE)
                 .expected_found(client.hit_rate, h.hit_rate)
-                .effect("gap", gap, "pp")
+                .effect("gap", gap, Unit::Pp)
                 .effect(
                     "gap_after_raw_scrape_attribution",
                     gap_after_raw_pp.unwrap_or(f64::NAN),
-                    "pp",
+                    Unit::Pp,
                 ),
             );
         }
@@ -724,7 +728,7 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
                 .file(records::FILE)
                 .field("metrics.prefill_throughput_per_user")
                 .expected_found(g.uncached_mean, g.published_mean)
-                .effect("overstatement", o, "%"),
+                .effect("overstatement", o, Unit::Percent),
             );
         }
     }
@@ -772,7 +776,7 @@ fn sanity(rates: &[ServerRate], findings: &mut Vec<Finding>) {
                 )
                 .file(server_metrics::FILE)
                 .expected_found(format!("<= {}", r.denominator), r.numerator)
-                .effect("excess", r.numerator - r.denominator, "tokens"),
+                .effect("excess", r.numerator - r.denominator, Unit::Tokens),
             );
         }
         if r.gauge && r.endpoints.len() > 1 {

@@ -481,7 +481,6 @@ fn increment_ranges(a: &Point, b: &Point, k: usize, dsum: f64) -> Vec<(f64, f64,
     ranges
 }
 
-
 // --- By span ---------------------------------------------------------------------------
 
 /// The requests of each phase as spans, from start to end plus the slack:

@@ -7,31 +7,18 @@
 //! **unknown** when the record lacks the fields (older AIPerf, other
 //! transports): unknown is never counted as warm.
 
-use serde::Serialize;
-
 use crate::artifacts::records::{Metric, Record};
 use crate::config::ColdSettings;
 
-/// Connection state of one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Temperature {
-    /// Opened a new connection (or paid DNS/connect above threshold).
-    Cold,
-    /// Reused a connection.
-    Warm,
-    /// The record lacks the connection fields.
-    Unknown,
-}
-
-impl Temperature {
-    /// `cold`, `warm` or `unknown`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Temperature::Cold => "cold",
-            Temperature::Warm => "warm",
-            Temperature::Unknown => "unknown",
-        }
+closed_set! {
+    /// Connection state of one request.
+    pub enum Temperature {
+        /// Opened a new connection (or paid DNS/connect above threshold).
+        Cold => "cold",
+        /// Reused a connection.
+        Warm => "warm",
+        /// The record lacks the connection fields.
+        Unknown => "unknown",
     }
 }
 

@@ -34,29 +34,18 @@ pub struct Exclusions {
     pub first_turns: bool,
 }
 
-/// Why a record was dropped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DropReason {
-    /// It paid for DNS or connect.
-    Cold,
-    /// It failed or was cancelled.
-    Error,
-    /// It is the first turn of its session.
-    FirstTurn,
-    /// It is a warmup request.
-    Warmup,
-}
-
-impl DropReason {
-    /// `cold`, `error`, `first_turn` or `warmup`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DropReason::Cold => "cold",
-            DropReason::Error => "error",
-            DropReason::FirstTurn => "first_turn",
-            DropReason::Warmup => "warmup",
-        }
+closed_set! {
+    /// Why a record was dropped (in name order: the order of
+    /// `dropped_by_reason`).
+    pub enum DropReason {
+        /// It paid for DNS or connect.
+        Cold => "cold",
+        /// It failed or was cancelled.
+        Error => "error",
+        /// It is the first turn of its session.
+        FirstTurn => "first_turn",
+        /// It is a warmup request.
+        Warmup => "warmup",
     }
 }
 

@@ -72,7 +72,10 @@ pub fn recompute(
                 counts_for(labels, filter, prefill_only)
             })
         };
-        let (num, den) = (series(num_name, f.num_filter), series(den_name, f.den_filter));
+        let (num, den) = (
+            series(num_name, f.num_filter),
+            series(den_name, f.den_filter),
+        );
         match attribution::by_span(&num, &den, &spans, first_start, &mut split) {
             Ok(()) => {}
             Err(Refusal::LateBaseline) => {
@@ -82,7 +85,9 @@ pub fn recompute(
                 ))
             }
             Err(Refusal::Reset) => {
-                return Err(format!("a counter of {formula} went down on {ep} (a reset)"))
+                return Err(format!(
+                    "a counter of {formula} went down on {ep} (a reset)"
+                ))
             }
         }
     }
