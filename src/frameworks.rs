@@ -1,10 +1,14 @@
 //! Per-framework server metric names, as data.
 //!
-//! One table of the server metrics that get exactly one observation per
-//! request ([`REQUEST_SCOPED`]), and one of the labels that name a
-//! prefill/decode role ([`ROLE_LABELS`]). Checks look names up here and never
-//! match framework strings themselves. Names are as AIPerf exports them:
-//! histogram base names, counters without `_total` (lookups accept both).
+//! The server metrics that get exactly one observation per request
+//! ([`REQUEST_SCOPED`]); the prefix-cache hit-rate formulas of each
+//! framework ([`CACHE_FORMULAS`], [`SECONDARY_CACHE_FORMULAS`],
+//! [`HIT_RATE_GAUGES`]) and its prompt-token counters
+//! ([`PROMPT_TOKEN_COUNTERS`]); the labels that name a prefill/decode role
+//! ([`ROLE_LABELS`]). Checks look names up here and never spell a
+//! framework's metric themselves. Names are as AIPerf exports them:
+//! histogram base names, counters without `_total` (lookups accept both;
+//! [`canonical`] is the one spelling rule).
 
 use serde::Serialize;
 
@@ -126,6 +130,139 @@ scoped! {
     ]
 }
 
+// --- Prefix-cache hit rates ----------------------------------------------------------
+
+/// A label filter: the series whose label `.0` has one of the values `.1`.
+pub type LabelFilter = Option<(&'static str, &'static [&'static str])>;
+
+/// A server-side prefix-cache hit rate: a (numerator, denominator) formula
+/// over token counters.
+#[derive(Debug)]
+pub struct CacheFormula {
+    /// The framework whose counters these are.
+    pub framework: Framework,
+    /// The formula, in words.
+    pub label: &'static str,
+    /// Numerator family names, alternatives: the first that exists is used.
+    pub num: &'static [&'static str],
+    /// Which numerator series count.
+    pub num_filter: LabelFilter,
+    /// Denominator family names, alternatives.
+    pub den: &'static [&'static str],
+    /// Which denominator series count.
+    pub den_filter: LabelFilter,
+}
+
+/// Token-weighted formulas, headline first. Names are alternatives (the
+/// first that exists is used); `_total` spellings are accepted by lookup.
+pub const CACHE_FORMULAS: &[CacheFormula] = &[
+    CacheFormula {
+        framework: Framework::Vllm,
+        label: "local_cache_hit / sum(prompt_tokens_by_source)",
+        num: &["vllm:prompt_tokens_by_source"],
+        num_filter: Some(("source", &["local_cache_hit"])),
+        den: &["vllm:prompt_tokens_by_source"],
+        den_filter: None,
+    },
+    CacheFormula {
+        framework: Framework::Vllm,
+        label: "prefix_cache_hits / prefix_cache_queries",
+        num: &["vllm:prefix_cache_hits"],
+        num_filter: None,
+        den: &["vllm:prefix_cache_queries"],
+        den_filter: None,
+    },
+    CacheFormula {
+        framework: Framework::Sglang,
+        label: "cached_tokens (all cache_source) / prompt_tokens",
+        num: &["sglang:cached_tokens"],
+        num_filter: None,
+        den: &["sglang:prompt_tokens"],
+        den_filter: None,
+    },
+    CacheFormula {
+        framework: Framework::Trtllm,
+        label: "prompt_cached_tokens / prompt_tokens",
+        num: &["trtllm_prompt_cached_tokens", "trtllm:prompt_cached_tokens"],
+        num_filter: None,
+        den: &["trtllm_prompt_tokens", "trtllm:prompt_tokens"],
+        den_filter: None,
+    },
+    CacheFormula {
+        framework: Framework::Atom,
+        label: "prefix_cache_cached_tokens / prefix_cache_full_tokens",
+        num: &[
+            "atom:prefix_cache_cached_tokens",
+            "atom_prefix_cache_cached_tokens",
+        ],
+        num_filter: None,
+        den: &[
+            "atom:prefix_cache_full_tokens",
+            "atom_prefix_cache_full_tokens",
+        ],
+        den_filter: None,
+    },
+    CacheFormula {
+        framework: Framework::Dynamo,
+        label: "frontend cached_tokens / input_sequence_tokens",
+        num: &["dynamo_frontend_cached_tokens"],
+        num_filter: None,
+        den: &["dynamo_frontend_input_sequence_tokens"],
+        den_filter: None,
+    },
+];
+
+/// Secondary (external / KV-transfer) rates, reported but never the headline.
+pub const SECONDARY_CACHE_FORMULAS: &[CacheFormula] = &[
+    CacheFormula {
+        framework: Framework::Vllm,
+        label: "external_kv_transfer / sum(prompt_tokens_by_source)",
+        num: &["vllm:prompt_tokens_by_source"],
+        num_filter: Some(("source", &["external_kv_transfer"])),
+        den: &["vllm:prompt_tokens_by_source"],
+        den_filter: None,
+    },
+    CacheFormula {
+        framework: Framework::Vllm,
+        label: "external_prefix_cache_hits / external_prefix_cache_queries",
+        num: &["vllm:external_prefix_cache_hits"],
+        num_filter: None,
+        den: &["vllm:external_prefix_cache_queries"],
+        den_filter: None,
+    },
+    CacheFormula {
+        framework: Framework::Sglang,
+        label: "cached_tokens{cache_source=device} / prompt_tokens",
+        num: &["sglang:cached_tokens"],
+        num_filter: Some(("cache_source", &["device"])),
+        den: &["sglang:prompt_tokens"],
+        den_filter: None,
+    },
+];
+
+/// Hit-rate gauges: averages of a rolling ratio, used only when no token
+/// counters exist.
+pub const HIT_RATE_GAUGES: &[(Framework, &str)] = &[
+    (Framework::Trtllm, "trtllm_kv_cache_hit_rate"),
+    (Framework::Trtllm, "trtllm:kv_cache_hit_rate"),
+    (Framework::Sglang, "sglang:cache_hit_rate"),
+    (
+        Framework::Dynamo,
+        "dynamo_component_kvstats_gpu_prefix_cache_hit_rate",
+    ),
+    (Framework::Vllm, "vllm:gpu_prefix_cache_hit_rate"),
+];
+
+/// Server prompt-token counters, most specific first.
+pub const PROMPT_TOKEN_COUNTERS: &[&str] = &[
+    "vllm:prompt_tokens",
+    "sglang:prompt_tokens",
+    "trtllm_prompt_tokens",
+    "dynamo_frontend_input_sequence_tokens",
+];
+
+// --- Roles ------------------------------------------------------------------------------
+
 /// Labels that name the role of a series in a disaggregated (prefill/decode)
 /// deployment. One request is observed once per role.
 pub const ROLE_LABELS: &[&str] = &[
@@ -137,6 +274,12 @@ pub const ROLE_LABELS: &[&str] = &[
 
 /// Role values that mean "prefill".
 pub const PREFILL_ROLES: &[&str] = &["prefill", "context", "ctx"];
+
+/// A family's name as AIPerf exports it: prometheus_client strips `_total`
+/// from counter families, so `x_total` and `x` name the same family.
+pub fn canonical(name: &str) -> &str {
+    name.strip_suffix("_total").unwrap_or(name)
+}
 
 /// The role of a series, from its labels.
 pub fn role_of(labels: &std::collections::BTreeMap<String, String>) -> Option<&str> {

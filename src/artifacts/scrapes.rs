@@ -64,7 +64,7 @@ impl Scrape {
     /// The samples of a family, found by its name with or without `_total`
     /// (prometheus_client strips it from counter families, AIPerf keeps it).
     pub fn samples(&self, name: &str) -> Option<&Vec<Sample>> {
-        let bare = name.strip_suffix("_total").unwrap_or(name);
+        let bare = crate::frameworks::canonical(name);
         self.metrics
             .get(bare)
             .or_else(|| self.metrics.get(&format!("{bare}_total")))

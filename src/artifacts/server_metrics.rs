@@ -120,7 +120,7 @@ pub type Families = BTreeMap<String, Family>;
 
 /// Finds a family by name, accepting the exposition name with `_total` too.
 pub fn lookup<'a>(families: &'a Families, name: &str) -> Option<(&'a str, &'a Family)> {
-    let bare = name.strip_suffix("_total").unwrap_or(name);
+    let bare = crate::frameworks::canonical(name);
     if let Some((k, f)) = families.get_key_value(bare) {
         return Some((k.as_str(), f));
     }

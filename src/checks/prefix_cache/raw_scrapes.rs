@@ -13,7 +13,7 @@
 
 use serde::Serialize;
 
-use super::{counts_for, ServerRate};
+use super::server::{counts_for, ServerRate};
 use crate::artifacts::records::Record;
 use crate::artifacts::scrapes::Scrape;
 use crate::model::attribution::{self, Exactness, Refusal, SpanSplit, Spans};

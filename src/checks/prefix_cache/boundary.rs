@@ -1,0 +1,254 @@
+//! Requests that crossed the warmup/profiling boundary: the shortest run of
+//! requests at the boundary whose prompt tokens account exactly for a
+//! server/client prompt-token difference, and the server rate without them.
+
+use super::server::ServerRate;
+use crate::artifacts::records::{Metric, Phase, Record};
+
+/// Requests whose prompt tokens account exactly for a server/client difference.
+pub struct Crossing<'a> {
+    /// The phase the requests belong to.
+    pub phase: Phase,
+    /// How they crossed, in words.
+    pub how: String,
+    /// The requests.
+    pub requests: Vec<&'a Record>,
+}
+
+/// Looks for the requests that crossed the warmup/profiling boundary: for an
+/// excess, the last warmup requests to finish; for a deficit, the first
+/// profiling requests to start (counted in warmup) or the last to finish
+/// (after the final scrape). The shortest such run of requests whose prompt
+/// tokens sum to the difference exactly is the attribution.
+fn shortest_run<'a>(
+    rs: impl IntoIterator<Item = &'a Record>,
+    key: fn(&Record) -> u64,
+    latest_first: bool,
+    target: f64,
+) -> Option<Vec<&'a Record>> {
+    // Only the first 64 in order matter: keep them in one pass over the
+    // records (ties broken by line, as a stable sort of the file order
+    // would), then sort those. A record's rank is unique: lines are.
+    const FIRST: usize = 64;
+    let rank = |r: &Record| {
+        let (k, line) = (key(r), r.line);
+        if latest_first {
+            (!k, !line)
+        } else {
+            (k, line)
+        }
+    };
+    let mut kept: Vec<((u64, u64), &Record)> = Vec::with_capacity(2 * FIRST);
+    let mut worst_kept: Option<(u64, u64)> = None;
+    for r in rs {
+        let k = rank(r);
+        if worst_kept.is_some_and(|w| k > w) {
+            continue;
+        }
+        kept.push((k, r));
+        if kept.len() == 2 * FIRST {
+            kept.select_nth_unstable_by_key(FIRST - 1, |e| e.0);
+            kept.truncate(FIRST);
+            worst_kept = Some(kept[FIRST - 1].0);
+        }
+    }
+    kept.sort_unstable_by_key(|e| e.0);
+    let mut total = 0.0;
+    for (i, (_, r)) in kept.iter().enumerate().take(FIRST) {
+        total += r.values.get(Metric::UsagePromptTokens)?;
+        if (total - target).abs() < 0.5 {
+            return Some(kept[..=i].iter().map(|e| e.1).collect());
+        }
+    }
+    None
+}
+
+/// The requests whose prompt tokens account for a server/client difference
+/// `diff`, if any do exactly.
+pub fn boundary_requests(
+    records: &[Record],
+    diff: f64,
+    profiling_start_ns: Option<u64>,
+) -> Option<Crossing<'_>> {
+    let find = |rs, key, rev| shortest_run(rs, key, rev, diff.abs());
+    let succ = |phase| {
+        records
+            .iter()
+            .filter(move |r| r.phase == phase && r.is_success())
+    };
+    if diff > 0.0 {
+        let requests = find(succ(Phase::Warmup), |r| r.request_end_ns, true)?;
+        // What the timestamps say about the latest of them.
+        let last_end = requests.iter().map(|r| r.request_end_ns).max().unwrap_or(0);
+        let how = match profiling_start_ns {
+            Some(ps) if last_end > ps => format!(
+                "were the last to finish in warmup, {:.1} ms after profiling started",
+                (last_end - ps) as f64 / 1e6
+            ),
+            Some(ps) => format!(
+                "were the last to finish in warmup, {:.1} ms before profiling started, yet \
+                 after the scrape the profiling counters start from",
+                (ps - last_end) as f64 / 1e6
+            ),
+            None => "were the last to finish in warmup".to_string(),
+        };
+        Some(Crossing {
+            phase: Phase::Warmup,
+            how,
+            requests,
+        })
+    } else if let Some(requests) = find(succ(Phase::Profiling), |r| r.request_start_ns, false) {
+        Some(Crossing {
+            phase: Phase::Profiling,
+            how: "were the first to start in profiling, counted before the warmup window closed"
+                .into(),
+            requests,
+        })
+    } else {
+        let requests = find(succ(Phase::Profiling), |r| r.request_end_ns, true)?;
+        Some(Crossing {
+            phase: Phase::Profiling,
+            how: "were the last to finish in profiling, after the final scrape".into(),
+            requests,
+        })
+    }
+}
+
+/// The headline rate with the crossing requests' tokens taken out (excess)
+/// or put back (deficit), using the cached tokens the clients saw for them.
+pub fn adjust(h: &ServerRate, c: &Crossing, diff: f64) -> ServerRate {
+    let sign = if diff > 0.0 { -1.0 } else { 1.0 };
+    let prompt: f64 = c
+        .requests
+        .iter()
+        .filter_map(|r| r.values.get(Metric::UsagePromptTokens))
+        .sum();
+    let cached: f64 = c
+        .requests
+        .iter()
+        .filter_map(|r| r.values.get(Metric::UsagePromptCacheReadTokens))
+        .sum();
+    let numerator = h.numerator + sign * cached;
+    let denominator = h.denominator + sign * prompt;
+    ServerRate {
+        framework: h.framework,
+        formula: format!(
+            "{} adjusted for {} boundary request(s)",
+            h.formula,
+            c.requests.len()
+        ),
+        hit_rate: (denominator > 0.0)
+            .then(|| numerator / denominator)
+            .filter(|r| *r <= 1.0),
+        numerator,
+        denominator,
+        endpoints: h.endpoints.clone(),
+        gauge: false,
+        prefill_only: h.prefill_only,
+        secondary: false,
+        source: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::artifacts::records::Values;
+
+    #[test]
+    fn shortest_run_takes_requests_in_stable_order_among_many_with_ties() {
+        // 200 requests whose end times tie in pairs; prompt tokens 1, 2, 3, ...
+        let records: Vec<Record> = (0..200u64)
+            .map(|i| {
+                let mut v = Values::default();
+                v.set(Metric::UsagePromptTokens, Some((i + 1) as f64));
+                let mut r = Record::with_values(v);
+                r.line = i + 1;
+                r.request_start_ns = 1_000 - i / 2;
+                r.request_end_ns = 10_000 + i / 2;
+                r
+            })
+            .collect();
+        let refs = || records.iter();
+        let lines = |rs: Option<Vec<&Record>>| rs.map(|v| v.iter().map(|r| r.line).collect());
+        // Latest end first: lines 200, 199 (tie, later line first), 198, ...
+        let got: Option<Vec<u64>> = lines(shortest_run(
+            refs(),
+            |r| r.request_end_ns,
+            true,
+            200.0 + 199.0 + 198.0,
+        ));
+        assert_eq!(got, Some(vec![200, 199, 198]));
+        // Earliest start first: lines 199, 200 (start 901 both; earlier line first), 197, 198.
+        let got = lines(shortest_run(
+            refs(),
+            |r| r.request_start_ns,
+            false,
+            199.0 + 200.0 + 197.0,
+        ));
+        assert_eq!(got, Some(vec![199, 200, 197]));
+        // Nothing within the first 64 sums to the target.
+        assert_eq!(
+            lines(shortest_run(refs(), |r| r.request_end_ns, true, 0.25)),
+            None
+        );
+    }
+
+    #[test]
+    fn shortest_run_agrees_with_a_stable_sort_of_every_record() {
+        // 1,000 requests with keys drawn from few values (many ties), in
+        // both orders, against the definition: a stable sort of all of them.
+        let mut x = 12345u64;
+        let mut next = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 33
+        };
+        let records: Vec<Record> = (0..1000u64)
+            .map(|i| {
+                let mut v = Values::default();
+                v.set(Metric::UsagePromptTokens, Some((1 + next() % 50) as f64));
+                let mut r = Record::with_values(v);
+                r.line = i + 1;
+                r.request_start_ns = next() % 40;
+                r.request_end_ns = 100 + next() % 40;
+                r
+            })
+            .collect();
+        for latest_first in [false, true] {
+            let key: fn(&Record) -> u64 = if latest_first {
+                |r| r.request_end_ns
+            } else {
+                |r| r.request_start_ns
+            };
+            let mut sorted: Vec<&Record> = records.iter().collect();
+            sorted.sort_by_key(|r| key(r));
+            if latest_first {
+                sorted.reverse(); // a stable sort of the reversed file order
+                sorted.sort_by_key(|r| std::cmp::Reverse(key(r)));
+            }
+            for n in [1, 2, 7, 63, 64] {
+                let target: f64 = sorted[..n]
+                    .iter()
+                    .map(|r| r.values.get(Metric::UsagePromptTokens).unwrap())
+                    .sum();
+                let got = shortest_run(records.iter(), key, latest_first, target)
+                    .expect("a run sums to the target");
+                // The shortest prefix reaching the target is the answer.
+                let want_len = (1..=n)
+                    .find(|&m| {
+                        let t: f64 = sorted[..m]
+                            .iter()
+                            .map(|r| r.values.get(Metric::UsagePromptTokens).unwrap())
+                            .sum();
+                        (t - target).abs() < 0.5
+                    })
+                    .unwrap();
+                let got: Vec<u64> = got.iter().map(|r| r.line).collect();
+                let want: Vec<u64> = sorted[..want_len].iter().map(|r| r.line).collect();
+                assert_eq!(got, want, "latest_first {latest_first}, n {n}");
+            }
+        }
+    }
+}

@@ -1,0 +1,558 @@
+//! Check `prefix_cache`: hold the server's prefix-cache hit rate to what the
+//! clients were told.
+//!
+//! What it checks: the client-side hit rate, token-weighted
+//! `sum(usage_prompt_cache_read_tokens) / sum(usage_prompt_tokens)` over
+//! successful profiling records ([`crate::model::cache`]), for warmup too and
+//! over warm records only; AIPerf's own `overall_usage_prompt_cache_read_pct`
+//! against it; the server-side rate by every framework formula whose counters
+//! exist ([`server`]); the gap in percentage points; server vs client
+//! prompt-token totals, with the difference attributed to requests that
+//! crossed the warmup/profiling boundary when their prompt tokens account for
+//! it exactly ([`boundary`]); the headline rate recomputed from the raw
+//! scrapes over the true profiling requests ([`raw_scrapes`]); and the prefill
+//! throughput over uncached tokens beside AIPerf's
+//! `prefill_throughput_per_user` ([`prefill`]).
+//!
+//! Why it matters: a wrongly tagged baseline scrape moved published hit rates
+//! by 1 to 6 points (seed 001), and cached tokens that were never prefilled
+//! inflate prefill throughput (seed 004).
+
+mod boundary;
+mod prefill;
+mod raw_scrapes;
+mod server;
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::{Check, CheckOutput, CheckReport, Ctx};
+use crate::artifacts::records::{self, Metric, Phase, Record};
+use crate::artifacts::server_metrics;
+use crate::artifacts::summary;
+use crate::config::PrefixSettings;
+use crate::findings::{Finding, Unit};
+use crate::frameworks::PROMPT_TOKEN_COUNTERS;
+use crate::model::cache::ClientRateSum;
+pub use crate::model::cache::{client_rate, ClientRate};
+use crate::model::connection::{classify, Temperature};
+pub use prefill::{PrefillGroup, PrefillGroupKind};
+pub use raw_scrapes::RawScrapeRate;
+pub use server::{server_rates, ServerRate};
+
+/// The check.
+pub const CHECK: Check = Check {
+    name: "prefix_cache",
+    codes: &[CODES],
+    run,
+};
+
+crate::define_codes! { "prefix_cache";
+    PREFIX_CACHE_GAP => ("prefix-cache-gap", Error,
+        "The server's prefix-cache hit rate differs from the clients' cached tokens"),
+    PREFIX_CACHE_INCONSISTENT => ("prefix-cache-inconsistent", Error,
+        "Server cache counters contradict themselves (hits > queries, cached > prompt, ratio > 1)"),
+    PREFIX_CACHE_GAUGE_ONLY => ("prefix-cache-gauge-only", Warning,
+        "Only a hit-rate gauge exists; a gauge average is not a token-weighted hit rate"),
+    CLIENT_CACHE_MISMATCH => ("client-cache-mismatch", Warning,
+        "AIPerf's overall_usage_prompt_cache_read_pct differs from the records"),
+    PROMPT_TOKEN_MISMATCH => ("prompt-token-mismatch", Warning,
+        "Server prompt-token totals differ from the clients' usage_prompt_tokens"),
+    PREFILL_THROUGHPUT_OVERSTATED => ("prefill-throughput-overstated", Warning,
+        "prefill_throughput_per_user counts cached tokens that were never prefilled"),
+    CACHE_RATE_UNKNOWN => ("cache-rate-unknown", Info,
+        "A hit rate cannot be computed (no cached-token field or no cache counters)"),
+}
+
+/// Figures of the `prefix_cache` check.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Over successful profiling records.
+    pub client: ClientRate,
+    /// Over successful warmup records.
+    pub client_warmup: Option<ClientRate>,
+    /// Over warm (connection-reused) successful profiling records.
+    pub client_warm_only: ClientRate,
+    /// AIPerf's `overall_usage_prompt_cache_read_pct` as a fraction.
+    pub aiperf_overall: Option<f64>,
+    /// Server rates over the profiling phase, headline first.
+    pub server: Vec<ServerRate>,
+    /// Server rates over the warmup phase.
+    pub server_warmup: Vec<ServerRate>,
+    /// Headline server rate minus client rate, in percentage points.
+    pub gap_pp: Option<f64>,
+    /// Server minus client prompt tokens over profiling.
+    pub prompt_token_difference: Option<f64>,
+    /// What explains the gap, where the artifacts allow.
+    pub explanations: Vec<String>,
+    /// Server rate recomputed without the requests that crossed the boundary.
+    pub server_adjusted: Option<ServerRate>,
+    /// The headline formula recomputed from the raw scrapes over the true
+    /// profiling requests (with `server_metrics_export.jsonl`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_from_raw_scrapes: Option<RawScrapeRate>,
+    /// Prefill throughput under caching.
+    pub prefill_throughput: Vec<PrefillGroup>,
+}
+
+impl CheckReport for Report {
+    fn summary(&self, _reason: Option<&str>) -> String {
+        use crate::report::pct;
+        let head = self.server.first();
+        let coverage = self
+            .client
+            .coverage
+            .map(|c| format!(" (coverage {:.0} %)", c * 100.0))
+            .unwrap_or_default();
+        let formula = head
+            .map(|h| format!(" ({})", h.formula))
+            .unwrap_or_default();
+        let gap = self
+            .gap_pp
+            .map(|g| format!("; gap {g:+.2} pp"))
+            .unwrap_or_default();
+        format!(
+            "client {}{coverage}; server {}{formula}{gap}",
+            pct(self.client.hit_rate),
+            pct(head.and_then(|h| h.hit_rate)),
+        )
+    }
+}
+
+/// The clients' rates: profiling, warmup, warm profiling requests, and the
+/// clients' profiling prompt tokens, in one walk.
+struct Clients {
+    profiling: ClientRate,
+    warmup: Option<ClientRate>,
+    warm_only: ClientRate,
+    prompt_tokens: f64,
+}
+
+impl Clients {
+    fn of(ctx: &Ctx, records: &[Record]) -> Clients {
+        // Each summed in file order, as separate walks would.
+        let mut profiling = ClientRateSum::default();
+        let mut warmup = ClientRateSum::default();
+        let mut warm_only = ClientRateSum::default();
+        // Started where `Iterator::sum` starts, so the total is bit for bit
+        // the one a `.sum()` over the same values gave.
+        let mut prompt_tokens: f64 = std::iter::empty::<f64>().sum();
+        for r in records.iter().filter(|r| r.is_success()) {
+            match r.phase {
+                Phase::Profiling => {
+                    profiling.add(r);
+                    if let Some(p) = r.values.get(Metric::UsagePromptTokens) {
+                        prompt_tokens += p;
+                    }
+                    if classify(r, &ctx.settings.cold) == Temperature::Warm {
+                        warm_only.add(r);
+                    }
+                }
+                Phase::Warmup => warmup.add(r),
+            }
+        }
+        Clients {
+            profiling: profiling.finish(),
+            warmup: ctx.model.warmup.as_ref().map(|_| warmup.finish()),
+            warm_only: warm_only.finish(),
+            prompt_tokens,
+        }
+    }
+}
+
+/// One run of the check: what it has read and what it has found so far.
+struct Pass<'a> {
+    ctx: &'a Ctx<'a>,
+    p: &'a PrefixSettings,
+    records: &'a [Record],
+    clients: Clients,
+    server: Vec<ServerRate>,
+    server_warmup: Vec<ServerRate>,
+    findings: Vec<Finding>,
+    explanations: Vec<String>,
+}
+
+/// Runs the check.
+pub fn run(ctx: &Ctx) -> CheckOutput {
+    let records = ctx.records().unwrap_or(&[]);
+    let export = ctx.run.server.as_ref();
+    let mut pass = Pass {
+        ctx,
+        p: &ctx.settings.prefix,
+        records,
+        clients: Clients::of(ctx, records),
+        server: export.map(|s| server_rates(&s.metrics)).unwrap_or_default(),
+        server_warmup: export
+            .and_then(|s| s.warmup_metrics.as_ref())
+            .map(server_rates)
+            .unwrap_or_default(),
+        findings: Vec::new(),
+        explanations: Vec::new(),
+    };
+    pass.unknown_rates();
+    let aiperf_overall = pass.aiperf_overall();
+    server::sanity(&pass.server, &mut pass.findings);
+    pass.gauge_only();
+    let gap_pp = match (
+        pass.headline().and_then(|h| h.hit_rate),
+        pass.clients.profiling.hit_rate,
+    ) {
+        (Some(s), Some(c)) => Some((s - c) * 100.0),
+        _ => None,
+    };
+    let (prompt_token_difference, server_adjusted) = pass.prompt_tokens();
+    let (server_from_raw_scrapes, gap_after_raw_pp) = pass.raw_scrapes(gap_pp);
+    pass.warmup_mix();
+    pass.gap(gap_pp, gap_after_raw_pp);
+    let prefill_throughput = pass.prefill();
+    let reason = match (
+        pass.clients.profiling.hit_rate,
+        pass.headline().and_then(|h| h.hit_rate),
+    ) {
+        (None, None) => Some("neither a client nor a server hit rate can be computed".to_string()),
+        (None, Some(_)) => Some("no client-side cached tokens to compare the server with".into()),
+        (Some(_), None) => Some("no server-side cache counters to compare the clients with".into()),
+        _ => None,
+    };
+    let Pass {
+        clients,
+        server,
+        server_warmup,
+        findings,
+        explanations,
+        ..
+    } = pass;
+    let report = Report {
+        client: clients.profiling,
+        client_warmup: clients.warmup,
+        client_warm_only: clients.warm_only,
+        aiperf_overall,
+        server,
+        server_warmup,
+        gap_pp,
+        prompt_token_difference,
+        explanations,
+        server_adjusted,
+        server_from_raw_scrapes,
+        prefill_throughput,
+    };
+    // cache-rate-unknown is info: the reason says why the status is unknown.
+    CheckOutput {
+        report: Arc::new(report),
+        findings,
+        cannot_tell: reason,
+    }
+}
+
+impl Pass<'_> {
+    /// The headline server rate: the first that is not secondary.
+    fn headline(&self) -> Option<&ServerRate> {
+        self.server.iter().find(|r| !r.secondary)
+    }
+
+    /// A rate that cannot be computed is unknown, never 0 %.
+    fn unknown_rates(&mut self) {
+        let client = &self.clients.profiling;
+        if self.ctx.run.records.is_some() && client.hit_rate.is_none() && client.records > 0 {
+            self.findings.push(
+                Finding::new(
+                    CACHE_RATE_UNKNOWN,
+                    format!(
+                        "client hit rate unknown: none of the {} successful profiling records \
+                         has usage_prompt_cache_read_tokens (the server did not report cached \
+                         tokens: vLLM needs --enable-prompt-tokens-details, SGLang \
+                         --enable-cache-report)",
+                        client.records
+                    ),
+                )
+                .file(records::FILE)
+                .field("metrics.usage_prompt_cache_read_tokens"),
+            );
+        }
+        if self.ctx.run.server.is_some() && self.server.is_empty() {
+            self.findings.push(
+                Finding::new(
+                    CACHE_RATE_UNKNOWN,
+                    "server hit rate unknown: server_metrics_export.json has no prefix-cache \
+                     counters or gauges of a known framework",
+                )
+                .file(server_metrics::FILE),
+            );
+        }
+    }
+
+    /// AIPerf's own client-side figure (as a fraction), held to the records.
+    fn aiperf_overall(&mut self) -> Option<f64> {
+        let summary = self.ctx.run.summary.as_ref();
+        let pct = summary.and_then(|s| s.scalar("overall_usage_prompt_cache_read_pct"));
+        if let (Some(pct), Some(rate)) = (pct, self.clients.profiling.hit_rate) {
+            let gap = pct - rate * 100.0;
+            if gap.abs() > self.p.client_summary_pp {
+                self.findings.push(
+                    Finding::new(
+                        CLIENT_CACHE_MISMATCH,
+                        format!(
+                            "overall_usage_prompt_cache_read_pct is {pct:.3} % but the \
+                             profiling records give {:.3} %",
+                            rate * 100.0
+                        ),
+                    )
+                    .file(summary::FILE)
+                    .field("overall_usage_prompt_cache_read_pct.avg")
+                    .expected_found(rate * 100.0, pct)
+                    .effect("gap", gap, Unit::Pp),
+                );
+            }
+        }
+        pct.map(|p| p / 100.0)
+    }
+
+    fn gauge_only(&mut self) {
+        if let Some(h) = self.headline().filter(|h| h.gauge) {
+            let f = Finding::new(
+                PREFIX_CACHE_GAUGE_ONLY,
+                format!(
+                    "the only server hit rate is a gauge ({}); a time average of a rolling \
+                     ratio, averaged again across series, is not a token-weighted hit rate",
+                    h.formula
+                ),
+            )
+            .file(server_metrics::FILE);
+            self.findings.push(f);
+        }
+    }
+
+    /// Server vs client prompt tokens over profiling; the difference, and
+    /// the server rate without the requests that crossed the boundary when
+    /// their tokens account for it exactly.
+    fn prompt_tokens(&mut self) -> (Option<f64>, Option<ServerRate>) {
+        let client_prompt = self.clients.prompt_tokens;
+        let server_prompt = self.ctx.run.server.as_ref().and_then(|s| {
+            PROMPT_TOKEN_COUNTERS
+                .iter()
+                .find_map(|n| server::sum_family(&s.metrics, n, &|_| true, &mut Vec::new()))
+        });
+        let difference = server_prompt
+            .filter(|_| self.clients.profiling.records > 0)
+            .map(|s| s - client_prompt);
+        let (Some(diff), Some(sp)) = (difference, server_prompt) else {
+            return (difference, None);
+        };
+        if client_prompt <= 0.0 || (diff / client_prompt * 100.0).abs() <= self.p.prompt_tokens_pct
+        {
+            return (difference, None);
+        }
+        let profiling_start = self.ctx.model.profiling.server_window_ns.map(|w| w.0);
+        let crossing = boundary::boundary_requests(self.records, diff, profiling_start);
+        let attribution = match &crossing {
+            Some(c) => {
+                let ids: Vec<String> = c.requests.iter().map(|r| r.id_or_line()).collect();
+                format!(
+                    "; exactly the prompt tokens of {} {} request(s) that {} ({})",
+                    c.requests.len(),
+                    c.phase.as_str(),
+                    c.how,
+                    ids.join(", ")
+                )
+            }
+            None => String::new(),
+        };
+        self.explanations.push(format!(
+            "server prompt tokens over profiling are {sp:.0}, the clients' \
+             sum(usage_prompt_tokens) is {client_prompt:.0}: a difference of {diff:+.0}{attribution}"
+        ));
+        self.findings.push(
+            Finding::new(
+                PROMPT_TOKEN_MISMATCH,
+                format!(
+                    "server counted {sp:.0} prompt tokens in profiling, the clients \
+                     {client_prompt:.0} ({diff:+.0}){attribution}"
+                ),
+            )
+            .file(server_metrics::FILE)
+            .expected_found(client_prompt, sp)
+            .effect("difference", diff, Unit::Tokens)
+            .effect(
+                "difference_pct",
+                diff / client_prompt * 100.0,
+                Unit::Percent,
+            ),
+        );
+        let (Some(c), Some(h)) = (&crossing, self.headline().filter(|h| !h.gauge)) else {
+            return (difference, None);
+        };
+        let adjusted = boundary::adjust(h, c, diff);
+        if let Some(a) = adjusted.hit_rate {
+            let gap_pp = self.p.gap_pp;
+            let relation = match self.clients.profiling.hit_rate {
+                Some(cr) if ((a - cr) * 100.0).abs() <= gap_pp => format!("within {gap_pp} pp of"),
+                Some(cr) => format!("{:+.2} pp from", (a - cr) * 100.0),
+                None => "no client rate to compare with".into(),
+            };
+            self.explanations.push(format!(
+                "without those requests the server rate is {:.2} % ({relation} the client's)",
+                a * 100.0
+            ));
+        }
+        (difference, Some(adjusted))
+    }
+
+    /// The headline rate over the true profiling requests, from the raw
+    /// scrapes: independent of how AIPerf tagged its scrapes. Also how far
+    /// the clients' rate is from what it allows (pp, 0 inside its bounds).
+    fn raw_scrapes(&mut self, gap_pp: Option<f64>) -> (Option<RawScrapeRate>, Option<f64>) {
+        let scrapes = self.ctx.run.scrapes.as_ref();
+        let Some((sc, h)) = scrapes.zip(self.headline().filter(|h| !h.gauge)) else {
+            return (None, None);
+        };
+        let slack_ns = (self.ctx.settings.phase.match_slack_ms * 1e6) as u64;
+        let first_start = self.ctx.model.first_request_start_ns();
+        let r = match raw_scrapes::recompute(h, &sc.scrapes, self.records, first_start, slack_ns) {
+            Ok(r) => r,
+            Err(why) => {
+                self.explanations.push(format!(
+                    "the raw scrapes cannot recompute the server rate by request: {why}"
+                ));
+                return (None, None);
+            }
+        };
+        let client_pct = self.clients.profiling.hit_rate.map(|c| c * 100.0);
+        let (lo, hi) = (
+            r.hit_rate_low.map(|x| x * 100.0),
+            r.hit_rate_high.map(|x| x * 100.0),
+        );
+        let gap_after = match (client_pct, lo, hi) {
+            (Some(c), Some(lo), Some(_)) if c < lo => Some(lo - c),
+            (Some(c), Some(_), Some(hi)) if c > hi => Some(hi - c),
+            (Some(_), Some(_), Some(_)) => Some(0.0),
+            _ => None,
+        };
+        let span = match (r.hit_rate, lo, hi) {
+            (Some(x), _, _) => format!("{:.2} % (exact)", x * 100.0),
+            (None, Some(lo), Some(hi)) => format!(
+                "between {lo:.2} % and {hi:.2} % ({} of {} scrape intervals could hold either \
+                 phase's requests)",
+                r.ambiguous_intervals, r.intervals
+            ),
+            _ => "not defined".into(),
+        };
+        let gap_seen = gap_pp.is_some_and(|g| g.abs() > self.p.gap_pp);
+        let verdict = match (client_pct, gap_after) {
+            (Some(c), Some(g)) if g.abs() <= self.p.gap_pp && gap_seen => format!(
+                "; the clients' {c:.2} % is consistent with it, so the gap comes from how the \
+                 counters were split between phases"
+            ),
+            (Some(c), Some(g)) if g.abs() <= self.p.gap_pp => {
+                format!("; the clients' {c:.2} % is consistent with it")
+            }
+            (Some(c), Some(g)) => format!(
+                "; the clients' {c:.2} % is {g:+.2} pp away from it, so the difference is not \
+                 only the phase split"
+            ),
+            _ => String::new(),
+        };
+        self.explanations.push(format!(
+            "from the raw scrapes, over the requests that really were profiling, the server \
+             rate is {span}{verdict}"
+        ));
+        (Some(r), gap_after)
+    }
+
+    /// A cold warmup with server-side warmup hits means profiling traffic
+    /// was counted in warmup (or the reverse).
+    fn warmup_mix(&mut self) {
+        let client = self.clients.warmup.as_ref().and_then(|c| c.hit_rate);
+        let server = self.server_warmup.first().and_then(|r| r.hit_rate);
+        if let (Some(cw), Some(sw)) = (client, server) {
+            if ((sw - cw) * 100.0).abs() > self.p.gap_pp {
+                self.explanations.push(format!(
+                    "warmup: the server's warmup hit rate is {:.2} % but the warmup clients saw \
+                     {:.2} %, so warmup and profiling traffic are mixed in the server's split",
+                    sw * 100.0,
+                    cw * 100.0
+                ));
+            }
+        }
+    }
+
+    fn gap(&mut self, gap_pp: Option<f64>, gap_after_raw_pp: Option<f64>) {
+        let (Some(gap), Some(h)) = (gap_pp, self.headline()) else {
+            return;
+        };
+        if gap.abs() <= self.p.gap_pp {
+            return;
+        }
+        let why = if self.explanations.is_empty() {
+            String::new()
+        } else {
+            format!(" Explanation: {}", self.explanations.join("; "))
+        };
+        let client = self.clients.profiling.hit_rate;
+        let f = Finding::new(
+            PREFIX_CACHE_GAP,
+            format!(
+                "server hit rate ({}) is {:.2} %, the clients' cached tokens give {:.2} %: \
+                 {gap:+.2} pp.{why}",
+                h.formula,
+                h.hit_rate.unwrap_or(f64::NAN) * 100.0,
+                client.unwrap_or(f64::NAN) * 100.0
+            ),
+        )
+        .file(server_metrics::FILE)
+        .expected_found(client, h.hit_rate)
+        .effect("gap", gap, Unit::Pp)
+        .effect(
+            "gap_after_raw_scrape_attribution",
+            gap_after_raw_pp.unwrap_or(f64::NAN),
+            Unit::Pp,
+        );
+        self.findings.push(f);
+    }
+
+    /// Prefill throughput over uncached tokens, and the groups it overstates.
+    fn prefill(&mut self) -> Vec<PrefillGroup> {
+        let ok = self
+            .records
+            .iter()
+            .filter(|r| r.phase == Phase::Profiling && r.is_success());
+        let groups = prefill::prefill_groups(ok);
+        let all_records = groups.first().map_or(0, |g| g.records);
+        // The hit group is reported only when it is not the whole run.
+        let flagged = groups.iter().filter(|g| {
+            g.group == PrefillGroupKind::All
+                || (g.group == PrefillGroupKind::Hit && g.records < all_records)
+        });
+        for g in flagged {
+            let Some(o) = g
+                .overstatement_pct
+                .filter(|o| *o > self.p.prefill_overstatement_pct)
+            else {
+                continue;
+            };
+            let which = if g.group == PrefillGroupKind::Hit {
+                "cache-hit"
+            } else {
+                "successful"
+            };
+            self.findings.push(
+                Finding::new(
+                    PREFILL_THROUGHPUT_OVERSTATED,
+                    format!(
+                        "prefill_throughput_per_user over {} {which} requests averages {:.0} \
+                         tokens/s, but over the uncached tokens actually prefilled it is {:.0} \
+                         tokens/s: overstated by {o:.1} %",
+                        g.records,
+                        g.published_mean.unwrap_or(f64::NAN),
+                        g.uncached_mean.unwrap_or(f64::NAN)
+                    ),
+                )
+                .file(records::FILE)
+                .field("metrics.prefill_throughput_per_user")
+                .expected_found(g.uncached_mean, g.published_mean)
+                .effect("overstatement", o, Unit::Percent),
+            );
+        }
+        groups
+    }
+}

@@ -1,0 +1,68 @@
+//! Prefill throughput under caching: AIPerf's `prefill_throughput_per_user`
+//! divides every input token by TTFT, cached ones included; over the
+//! uncached tokens actually prefilled it is lower.
+
+use serde::Serialize;
+
+use crate::artifacts::records::{Metric, Record};
+use crate::stats;
+
+closed_set! {
+    /// A group of requests by cache outcome.
+    pub enum PrefillGroupKind {
+        /// Every successful profiling request with the fields.
+        All => "all",
+        /// Those with cached tokens.
+        Hit => "hit",
+        /// Those without.
+        Miss => "miss",
+    }
+}
+
+/// Prefill throughput over uncached tokens, for one group of requests.
+#[derive(Debug, Clone, Serialize)]
+pub struct PrefillGroup {
+    /// Which requests.
+    pub group: PrefillGroupKind,
+    /// Records in the group.
+    pub records: usize,
+    /// Mean of AIPerf's `prefill_throughput_per_user`.
+    pub published_mean: Option<f64>,
+    /// Mean of `(usage_prompt_tokens - cached) / TTFT` (tokens/s).
+    pub uncached_mean: Option<f64>,
+    /// `(published - uncached) / uncached * 100`.
+    pub overstatement_pct: Option<f64>,
+}
+
+/// Prefill throughput over all, cache-hit and cache-miss requests.
+pub fn prefill_groups<'a>(ok: impl Iterator<Item = &'a Record>) -> Vec<PrefillGroup> {
+    let rows: Vec<(bool, f64, f64)> = ok
+        .filter_map(|r| {
+            let ttft = r.values.get(Metric::TimeToFirstToken)?;
+            let prompt = r.values.get(Metric::UsagePromptTokens)?;
+            let cached = r.values.get(Metric::UsagePromptCacheReadTokens)?;
+            let published = r.values.get(Metric::PrefillThroughputPerUser)?;
+            (ttft > 0.0).then(|| (cached > 0.0, published, (prompt - cached) / (ttft / 1000.0)))
+        })
+        .collect();
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let group = |name: PrefillGroupKind, keep: &dyn Fn(bool) -> bool| {
+        let sel: Vec<_> = rows.iter().filter(|r| keep(r.0)).collect();
+        let published = stats::mean(&sel.iter().map(|r| r.1).collect::<Vec<_>>());
+        let uncached = stats::mean(&sel.iter().map(|r| r.2).collect::<Vec<_>>());
+        PrefillGroup {
+            group: name,
+            records: sel.len(),
+            published_mean: published,
+            uncached_mean: uncached,
+            overstatement_pct: stats::bias_pct(published, uncached),
+        }
+    };
+    vec![
+        group(PrefillGroupKind::All, &|_| true),
+        group(PrefillGroupKind::Hit, &|h| h),
+        group(PrefillGroupKind::Miss, &|h| !h),
+    ]
+}
