@@ -184,8 +184,6 @@ pub fn evaluate(
     records: Option<&[Record]>,
     settings: &Settings,
 ) -> (Vec<ClaimResult>, Vec<Finding>) {
-    let mut results = Vec::new();
-    let mut findings = Vec::new();
     let ex = Exclusions {
         cold: true,
         errors: true,
@@ -193,75 +191,93 @@ pub fn evaluate(
     };
     let sel = records.map(|r| selection::select(r, ex, settings));
     let stats = sel.as_ref().map(|s| selection::statistics(&s.kept));
-    for c in claims {
-        let supported = match c.quantity {
-            Quantity::Record(m, stat) => stats
-                .as_ref()
-                .and_then(|s| s.get(m.tag()))
-                .and_then(|s| s.get(stat)),
-            Quantity::PrefixCacheHitRate => records.and_then(|rs| {
-                client_rate(
-                    rs.iter()
-                        .filter(|r| r.phase == Phase::Profiling && r.is_success()),
-                )
-                .hit_rate
-            }),
-        };
-        let difference = supported.map(|s| c.value - s);
-        let difference_pct = supported
-            .filter(|s| *s != 0.0)
-            .map(|s| (c.value - s) / s * 100.0);
+    let results: Vec<ClaimResult> = claims
+        .iter()
+        .map(|c| {
+            let supported = match c.quantity {
+                Quantity::Record(m, stat) => stats
+                    .as_ref()
+                    .and_then(|s| s.get(m.tag()))
+                    .and_then(|s| s.get(stat)),
+                Quantity::PrefixCacheHitRate => records.and_then(|rs| {
+                    let ok = rs
+                        .iter()
+                        .filter(|r| r.phase == Phase::Profiling && r.is_success());
+                    client_rate(ok).hit_rate
+                }),
+            };
+            c.against(supported)
+        })
+        .collect();
+    let findings = results.iter().filter_map(ClaimResult::finding).collect();
+    (results, findings)
+}
+
+impl Claim {
+    /// The claim held to what the artifacts support.
+    fn against(&self, supported: Option<f64>) -> ClaimResult {
+        let v = self.value;
+        let difference_pct = supported.filter(|s| *s != 0.0).map(|s| (v - s) / s * 100.0);
         let within = supported.map(|s| {
-            let abs_ok = c.tolerance.is_some_and(|t| (c.value - s).abs() <= t);
-            let rel_ok = c
+            let abs_ok = self.tolerance.is_some_and(|t| (v - s).abs() <= t);
+            let rel_ok = self
                 .tolerance_pct
-                .is_some_and(|t| s != 0.0 && ((c.value - s) / s * 100.0).abs() <= t);
+                .is_some_and(|t| s != 0.0 && ((v - s) / s * 100.0).abs() <= t);
             abs_ok || rel_ok
         });
-        match within {
-            Some(false) => findings.push(
+        ClaimResult {
+            name: self.name.clone(),
+            claimed: v,
+            supported,
+            difference: supported.map(|s| v - s),
+            difference_pct,
+            within,
+        }
+    }
+}
+
+impl ClaimResult {
+    /// A claim outside its tolerance, or one the artifacts cannot check.
+    fn finding(&self) -> Option<Finding> {
+        match self.within {
+            Some(true) => None,
+            Some(false) => Some(
                 Finding::new(
                     CLAIM_MISMATCH,
                     format!(
-                        "claim {} = {} but the cleaned artifacts (warmup, cold and failed requests \
-                         dropped) give {:.6}: {:+.2} %",
-                        c.name,
-                        c.value,
-                        supported.unwrap_or(f64::NAN),
-                        difference_pct.unwrap_or(f64::NAN)
+                        "claim {} = {} but the cleaned artifacts (warmup, cold and failed \
+                         requests dropped) give {:.6}: {:+.2} %",
+                        self.name,
+                        self.claimed,
+                        self.supported.unwrap_or(f64::NAN),
+                        self.difference_pct.unwrap_or(f64::NAN)
                     ),
                 )
-                .field(c.name.clone())
-                .expected_found(supported, c.value)
-                .effect("difference", difference.unwrap_or(f64::NAN), Unit::Value)
+                .field(self.name.clone())
+                .expected_found(self.supported, self.claimed)
+                .effect(
+                    "difference",
+                    self.difference.unwrap_or(f64::NAN),
+                    Unit::Value,
+                )
                 .effect(
                     "difference_pct",
-                    difference_pct.unwrap_or(f64::NAN),
+                    self.difference_pct.unwrap_or(f64::NAN),
                     Unit::Percent,
                 ),
             ),
-            None => findings.push(
+            None => Some(
                 Finding::new(
                     CLAIM_UNSUPPORTED,
                     format!(
                         "claim {}: cannot tell, the artifacts do not carry what it measures",
-                        c.name
+                        self.name
                     ),
                 )
-                .field(c.name.clone()),
+                .field(self.name.clone()),
             ),
-            Some(true) => {}
         }
-        results.push(ClaimResult {
-            name: c.name.clone(),
-            claimed: c.value,
-            supported,
-            difference,
-            difference_pct,
-            within,
-        });
     }
-    (results, findings)
 }
 
 #[cfg(test)]

@@ -210,6 +210,84 @@ pub struct Layer {
     pub prefix_cache: Option<PrefixLayer>,
 }
 
+impl ColdLayer {
+    fn apply(&self, s: &mut ColdSettings, origin: &Origin) -> Result<(), ConfigError> {
+        let t = |file_key, flag, v| threshold(origin, file_key, flag, v);
+        if let Some(v) = t("cold-connections.dns-ms", "cold-dns-ms", self.dns_ms)? {
+            s.dns_ms = v;
+        }
+        if let Some(v) = t(
+            "cold-connections.connect-ms",
+            "cold-connect-ms",
+            self.connect_ms,
+        )? {
+            s.connect_ms = v;
+        }
+        if let Some(v) = t("cold-connections.bias-pct", "cold-bias-pct", self.bias_pct)? {
+            s.bias_pct = v;
+        }
+        if let Some(v) = self.min_warm_records {
+            s.min_warm = v;
+        }
+        Ok(())
+    }
+}
+
+impl PhaseLayer {
+    fn apply(&self, s: &mut PhaseSettings, origin: &Origin) -> Result<(), ConfigError> {
+        let slack = self.match_slack_ms;
+        let key = "phase-contamination.match-slack-ms";
+        if let Some(v) = threshold(origin, key, "match-slack-ms", slack)? {
+            s.match_slack_ms = v;
+        }
+        for (name, when) in self.request_scoped_metrics.iter().flatten() {
+            let bad = |message: String| ConfigError::Value {
+                origin: origin.clone(),
+                key: origin.key(
+                    &format!("phase-contamination.request-scoped-metrics.{name:?}"),
+                    &format!("request-scoped-metric {name}"),
+                ),
+                message,
+            };
+            if name.is_empty() {
+                return Err(bad("empty metric name".into()));
+            }
+            let at = ObservedAt::parse(when).ok_or_else(|| {
+                bad(format!(
+                    "{when:?} is not arrival, first_token or completion"
+                ))
+            })?;
+            s.extra_metrics.push((name.clone(), at));
+        }
+        Ok(())
+    }
+}
+
+impl PrefixLayer {
+    fn apply(&self, s: &mut PrefixSettings, origin: &Origin) -> Result<(), ConfigError> {
+        let t = |file_key, flag, v| threshold(origin, file_key, flag, v);
+        if let Some(v) = t("prefix-cache.gap-pp", "cache-gap-pp", self.gap_pp)? {
+            s.gap_pp = v;
+        }
+        let pp = self.client_summary_pp;
+        if let Some(v) = t("prefix-cache.client-summary-pp", "client-summary-pp", pp)? {
+            s.client_summary_pp = v;
+        }
+        let pct = self.prompt_tokens_pct;
+        if let Some(v) = t("prefix-cache.prompt-tokens-pct", "prompt-tokens-pct", pct)? {
+            s.prompt_tokens_pct = v;
+        }
+        if let Some(v) = t(
+            "prefix-cache.prefill-overstatement-pct",
+            "prefill-overstatement-pct",
+            self.prefill_overstatement_pct,
+        )? {
+            s.prefill_overstatement_pct = v;
+        }
+        Ok(())
+    }
+}
+
 /// `[cold-connections]`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -371,75 +449,14 @@ impl Layer {
         if let Some(names) = &self.ignore {
             s.filter.ignore = codes(origin, "ignore", names, lookup)?;
         }
-        let t = |file_key, flag, v| threshold(origin, file_key, flag, v);
         if let Some(c) = &self.cold_connections {
-            if let Some(v) = t("cold-connections.dns-ms", "cold-dns-ms", c.dns_ms)? {
-                s.cold.dns_ms = v;
-            }
-            if let Some(v) = t(
-                "cold-connections.connect-ms",
-                "cold-connect-ms",
-                c.connect_ms,
-            )? {
-                s.cold.connect_ms = v;
-            }
-            if let Some(v) = t("cold-connections.bias-pct", "cold-bias-pct", c.bias_pct)? {
-                s.cold.bias_pct = v;
-            }
-            if let Some(v) = c.min_warm_records {
-                s.cold.min_warm = v;
-            }
+            c.apply(&mut s.cold, origin)?;
         }
         if let Some(p) = &self.phase_contamination {
-            let slack = p.match_slack_ms;
-            if let Some(v) = t(
-                "phase-contamination.match-slack-ms",
-                "match-slack-ms",
-                slack,
-            )? {
-                s.phase.match_slack_ms = v;
-            }
-            for (name, when) in p.request_scoped_metrics.iter().flatten() {
-                let key = || {
-                    origin.key(
-                        &format!("phase-contamination.request-scoped-metrics.{name:?}"),
-                        &format!("request-scoped-metric {name}"),
-                    )
-                };
-                if name.is_empty() {
-                    return Err(ConfigError::Value {
-                        origin: origin.clone(),
-                        key: key(),
-                        message: "empty metric name".into(),
-                    });
-                }
-                let at = ObservedAt::parse(when).ok_or_else(|| ConfigError::Value {
-                    origin: origin.clone(),
-                    key: key(),
-                    message: format!("{when:?} is not arrival, first_token or completion"),
-                })?;
-                s.phase.extra_metrics.push((name.clone(), at));
-            }
+            p.apply(&mut s.phase, origin)?;
         }
         if let Some(p) = &self.prefix_cache {
-            if let Some(v) = t("prefix-cache.gap-pp", "cache-gap-pp", p.gap_pp)? {
-                s.prefix.gap_pp = v;
-            }
-            let pp = p.client_summary_pp;
-            if let Some(v) = t("prefix-cache.client-summary-pp", "client-summary-pp", pp)? {
-                s.prefix.client_summary_pp = v;
-            }
-            let pct = p.prompt_tokens_pct;
-            if let Some(v) = t("prefix-cache.prompt-tokens-pct", "prompt-tokens-pct", pct)? {
-                s.prefix.prompt_tokens_pct = v;
-            }
-            if let Some(v) = t(
-                "prefix-cache.prefill-overstatement-pct",
-                "prefill-overstatement-pct",
-                p.prefill_overstatement_pct,
-            )? {
-                s.prefix.prefill_overstatement_pct = v;
-            }
+            p.apply(&mut s.prefix, origin)?;
         }
         Ok(())
     }

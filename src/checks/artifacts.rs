@@ -58,13 +58,29 @@ pub struct Report {
     pub summary_metrics_compared: Vec<SummaryComparison>,
 }
 
+closed_set! {
+    /// A statistic of AIPerf's summary, by its field name there.
+    pub enum SummaryStat {
+        /// Records with the metric.
+        Count => "count",
+        /// Mean.
+        Avg => "avg",
+        /// Median.
+        P50 => "p50",
+        /// 90th percentile.
+        P90 => "p90",
+        /// 99th percentile.
+        P99 => "p99",
+    }
+}
+
 /// One summary statistic recomputed from the records.
 #[derive(Debug, Clone, Serialize)]
 pub struct SummaryComparison {
     /// Metric tag.
-    pub metric: &'static str,
-    /// `count`, `avg`, `p50`, `p90`, `p99`.
-    pub stat: &'static str,
+    pub metric: Metric,
+    /// The statistic, as AIPerf names it.
+    pub stat: SummaryStat,
     /// AIPerf's published value.
     pub published: f64,
     /// Recomputed from the records.
@@ -255,8 +271,17 @@ fn summary_agreement(
             }
         }
     }
-    let (ok, errors) = (ok as f64, errors as f64);
-    let mut mismatch = |what: String, field: String, published: f64, recomputed: f64| {
+    count_agreement(s, ok as f64, errors as f64, findings);
+    for (&metric, mut values) in RECOMPUTED.iter().zip(columns) {
+        if let Some(entry) = s.metrics.get(metric.tag()) {
+            stat_agreement(metric, entry, &mut values, findings, compared);
+        }
+    }
+}
+
+/// AIPerf's successful and failed request counts against the records.
+fn count_agreement(s: &summary::Summary, ok: f64, errors: f64, findings: &mut Vec<Finding>) {
+    let mut mismatch = |what: &str, field: &str, published: f64, recomputed: f64| {
         findings.push(
             Finding::new(
                 SUMMARY_MISMATCH,
@@ -274,8 +299,8 @@ fn summary_agreement(
     if let Some(published) = s.scalar("request_count") {
         if published != ok {
             mismatch(
-                "successful profiling requests".into(),
-                "request_count.avg".into(),
+                "successful profiling requests",
+                "request_count.avg",
                 published,
                 ok,
             );
@@ -284,59 +309,65 @@ fn summary_agreement(
     let published_errors = s.scalar("error_request_count").unwrap_or(0.0);
     if published_errors != errors {
         mismatch(
-            "failed profiling requests".into(),
-            "error_request_count.avg".into(),
+            "failed profiling requests",
+            "error_request_count.avg",
             published_errors,
             errors,
         );
     }
-    for (&metric, mut values) in RECOMPUTED.iter().zip(columns) {
-        let Some(entry) = s.metrics.get(metric.tag()) else {
+}
+
+/// One metric's published statistics recomputed from its values (reordered:
+/// percentiles by selection).
+fn stat_agreement(
+    metric: Metric,
+    entry: &summary::MetricEntry,
+    values: &mut [f64],
+    findings: &mut Vec<Finding>,
+    compared: &mut Vec<SummaryComparison>,
+) {
+    let mine = stats::Summary::of_values(values);
+    let pairs = [
+        (SummaryStat::Count, entry.count, Some(values.len() as f64)),
+        (SummaryStat::Avg, entry.avg, mine.mean),
+        (SummaryStat::P50, entry.p50, mine.p50),
+        (SummaryStat::P90, entry.p90, mine.p90),
+        (SummaryStat::P99, entry.p99, mine.p99),
+    ];
+    for (stat, published, recomputed) in pairs {
+        let (Some(published), Some(recomputed)) = (published, recomputed) else {
             continue;
         };
-        // Percentiles by selection.
-        let mine = stats::Summary::of_values(&mut values);
-        let pairs = [
-            ("count", entry.count, Some(values.len() as f64)),
-            ("avg", entry.avg, mine.mean),
-            ("p50", entry.p50, mine.p50),
-            ("p90", entry.p90, mine.p90),
-            ("p99", entry.p99, mine.p99),
-        ];
-        for (stat, published, recomputed) in pairs {
-            let (Some(published), Some(recomputed)) = (published, recomputed) else {
-                continue;
-            };
-            let agrees = close(published, recomputed);
-            compared.push(SummaryComparison {
-                metric: metric.tag(),
-                stat,
-                published,
-                recomputed,
-                agrees,
-            });
-            if !agrees {
-                findings.push(
-                    Finding::new(
-                        SUMMARY_MISMATCH,
-                        format!(
-                            "{} {stat}: {} publishes {published}, the profiling records give \
-                             {recomputed}",
-                            metric.tag(),
-                            summary::FILE
-                        ),
-                    )
-                    .file(summary::FILE)
-                    .field(format!("{}.{stat}", metric.tag()))
-                    .expected_found(recomputed, published)
-                    .effect(
-                        "difference_pct",
-                        (published - recomputed) / recomputed * 100.0,
-                        Unit::Percent,
-                    ),
-                );
-            }
+        let agrees = close(published, recomputed);
+        compared.push(SummaryComparison {
+            metric,
+            stat,
+            published,
+            recomputed,
+            agrees,
+        });
+        if agrees {
+            continue;
         }
+        findings.push(
+            Finding::new(
+                SUMMARY_MISMATCH,
+                format!(
+                    "{} {stat}: {} publishes {published}, the profiling records give \
+                     {recomputed}",
+                    metric.tag(),
+                    summary::FILE
+                ),
+            )
+            .file(summary::FILE)
+            .field(format!("{}.{stat}", metric.tag()))
+            .expected_found(recomputed, published)
+            .effect(
+                "difference_pct",
+                (published - recomputed) / recomputed * 100.0,
+                Unit::Percent,
+            ),
+        );
     }
 }
 

@@ -249,6 +249,59 @@ impl CheckReport for Report {
     }
 }
 
+/// One walk over the records: the counts per phase, the cold ids, the cold
+/// successful records, and for each key metric the values of the successful
+/// profiling records: all (in file order: the mean sums them in that order),
+/// warm and cold. Three columns per metric, a few MB even for a million
+/// records, instead of a walk over the records per metric.
+struct Walk<'a> {
+    profiling: Counts,
+    warmup: Counts,
+    cold_request_ids: Vec<RequestRef>,
+    cold: Vec<&'a Record>,
+    columns: Vec<Columns>,
+}
+
+impl<'a> Walk<'a> {
+    fn of(records: &'a [Record], s: &ColdSettings) -> Walk<'a> {
+        let mut w = Walk {
+            profiling: Counts::default(),
+            warmup: Counts::default(),
+            cold_request_ids: Vec::new(),
+            cold: Vec::new(),
+            // Sized for every record up front: grown by doubling, they would
+            // be copied and their pages touched again at every step.
+            columns: KEY_METRICS
+                .iter()
+                .map(|_| Columns::with_capacity(records.len()))
+                .collect(),
+        };
+        for r in records {
+            let t = classify(r, s);
+            if r.phase == Phase::Warmup {
+                w.warmup.add(r, t);
+                continue;
+            }
+            w.profiling.add(r, t);
+            if t == Temperature::Cold {
+                w.cold_request_ids.push(r.request_ref());
+            }
+            if !r.is_success() {
+                continue;
+            }
+            if t == Temperature::Cold {
+                w.cold.push(r);
+            }
+            for (&m, col) in KEY_METRICS.iter().zip(&mut w.columns) {
+                if let Some(v) = r.values.get(m) {
+                    col.push(v, t);
+                }
+            }
+        }
+        w
+    }
+}
+
 /// Runs the check.
 pub fn run(ctx: &Ctx) -> CheckOutput {
     let s = &ctx.settings.cold;
@@ -266,130 +319,31 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
             cannot_tell: Some(format!("{} was not read", records::FILE)),
         };
     };
-    // One walk over the records: the counts per phase, the cold ids, the
-    // cold successful records, and for each key metric the values of the
-    // successful profiling records: all (in file order: the mean sums them in
-    // that order), warm and cold. Three columns per metric, a few MB even
-    // for a million records, instead of a walk over the records per metric.
-    let mut c = Counts::default();
-    let mut warmup_counts = Counts::default();
-    let mut cold_request_ids = Vec::new();
-    let mut cold: Vec<&Record> = Vec::new();
-    // Sized for every record up front: grown by doubling, they would be
-    // copied and their pages touched again at every step.
-    let mut columns: Vec<Columns> = KEY_METRICS
-        .iter()
-        .map(|_| Columns::with_capacity(records.len()))
-        .collect();
-    for r in records {
-        let t = classify(r, s);
-        match r.phase {
-            Phase::Warmup => warmup_counts.add(r, t),
-            Phase::Profiling => {
-                c.add(r, t);
-                if t == Temperature::Cold {
-                    cold_request_ids.push(r.request_ref());
-                }
-                if !r.is_success() {
-                    continue;
-                }
-                if t == Temperature::Cold {
-                    cold.push(r);
-                }
-                for (&m, col) in KEY_METRICS.iter().zip(&mut columns) {
-                    if let Some(v) = r.values.get(m) {
-                        col.push(v, t);
-                    }
-                }
-            }
-        }
-    }
-    let warmup = ctx.model.warmup.as_ref().map(|_| warmup_counts);
+    let Walk {
+        profiling: c,
+        warmup: warmup_counts,
+        cold_request_ids,
+        cold,
+        columns,
+    } = Walk::of(records, s);
     let shares = (c.records > 0).then(|| Shares {
         cold: c.cold as f64 / c.records as f64,
         warm: c.warm as f64 / c.records as f64,
         unknown: c.unknown as f64 / c.records as f64,
     });
-    let classified = c.cold + c.warm;
-    let all_cold = classified > 0 && c.warm == 0;
-
-    let mut reason = None;
-    if c.records == 0 {
-        reason = Some("the run has no profiling records".to_string());
-    } else if classified == 0 {
-        reason = Some(
-            "no profiling record carries http_req_connection_reused, http_req_dns_lookup or \
-             http_req_connecting, so cold and warm requests cannot be told apart"
-                .to_string(),
-        );
-        findings.push(
-            Finding::new(
-                CONNECTION_FIELDS_MISSING,
-                format!(
-                    "cannot tell: none of the {} profiling records has the HTTP connection \
-                     fields (older AIPerf or a non-HTTP transport)",
-                    c.records
-                ),
-            )
-            .file(records::FILE)
-            .field("metrics.http_req_connection_reused"),
-        );
-    }
-
-    let mut metrics = Vec::new();
-    let mut noise = BTreeMap::new();
-    // The metrics in parallel (each a noise test and two selections over its
-    // columns); results in metric order.
-    let per_metric: Vec<_> = KEY_METRICS
-        .par_iter()
-        .zip(columns)
-        .map(|(&m, col)| metric_effect(m, col, cold.len(), s))
-        .collect();
-    for (metric, effect) in KEY_METRICS.iter().zip(per_metric) {
-        if let Some((stats, n, finding)) = effect {
-            metrics.extend(stats);
-            findings.extend(finding);
-            noise.insert(metric.tag(), n);
-        }
-    }
-
+    let all_cold = c.cold + c.warm > 0 && c.warm == 0;
+    let mut reason = fields_missing(&c, &mut findings);
+    let (metrics, noise) = effects(columns, cold.len(), s, &mut findings);
     let mut connection_overhead_share = None;
     if all_cold && c.records > 0 {
         connection_overhead_share = overhead_share(&cold);
-        let share = connection_overhead_share
-            .map(|x| {
-                format!(
-                    "; DNS + connect is {:.1} % of request latency on average",
-                    x * 100.0
-                )
-            })
-            .unwrap_or_default();
-        findings.push(
-            Finding::new(
-                ALL_CONNECTIONS_COLD,
-                format!(
-                    "every one of the {classified} classified profiling requests opened a new \
-                     connection (a server without keep-alive, or connection reuse off), so \
-                     there is no warm baseline to measure the bias against{share}"
-                ),
-            )
-            .file(records::FILE)
-            .field("metrics.http_req_connection_reused")
-            .expected_found("some reused connections", "none reused")
-            .effect("cold_share", 100.0, Unit::Percent)
-            .effect(
-                "connection_overhead_share",
-                connection_overhead_share.unwrap_or(f64::NAN) * 100.0,
-                Unit::Percent,
-            ),
-        );
+        findings.push(all_cold_finding(&c, connection_overhead_share));
     } else if c.warm > 0 && c.warm < s.min_warm && reason.is_none() {
         reason = Some(format!(
             "only {} warm profiling record(s), fewer than {}: too few to tell the bias",
             c.warm, s.min_warm
         ));
     }
-
     let report = Report {
         profiling_records: c.records,
         cold: c.cold,
@@ -398,7 +352,7 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
         shares,
         first_turns: c.first_turns,
         cold_request_ids,
-        warmup,
+        warmup: ctx.model.warmup.as_ref().map(|_| warmup_counts),
         thresholds,
         all_cold,
         connection_overhead_share,
@@ -410,6 +364,89 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
         findings,
         cannot_tell: reason,
     }
+}
+
+/// Why cold and warm cannot be told apart: no profiling records, or none
+/// with the connection fields (a finding says so).
+fn fields_missing(c: &Counts, findings: &mut Vec<Finding>) -> Option<String> {
+    if c.records == 0 {
+        return Some("the run has no profiling records".to_string());
+    }
+    if c.cold + c.warm > 0 {
+        return None;
+    }
+    findings.push(
+        Finding::new(
+            CONNECTION_FIELDS_MISSING,
+            format!(
+                "cannot tell: none of the {} profiling records has the HTTP connection \
+                 fields (older AIPerf or a non-HTTP transport)",
+                c.records
+            ),
+        )
+        .file(records::FILE)
+        .field("metrics.http_req_connection_reused"),
+    );
+    Some(
+        "no profiling record carries http_req_connection_reused, http_req_dns_lookup or \
+         http_req_connecting, so cold and warm requests cannot be told apart"
+            .to_string(),
+    )
+}
+
+/// Every key metric's statistics, noise test and bias finding, the metrics
+/// in parallel (each a noise test and two selections over its columns),
+/// results in metric order.
+fn effects(
+    columns: Vec<Columns>,
+    cold_requests: usize,
+    s: &ColdSettings,
+    findings: &mut Vec<Finding>,
+) -> (Vec<MetricStat>, BTreeMap<&'static str, Noise>) {
+    let per_metric: Vec<_> = KEY_METRICS
+        .par_iter()
+        .zip(columns)
+        .map(|(&m, col)| metric_effect(m, col, cold_requests, s))
+        .collect();
+    let mut metrics = Vec::new();
+    let mut noise = BTreeMap::new();
+    for (metric, effect) in KEY_METRICS.iter().zip(per_metric) {
+        if let Some((stats, n, finding)) = effect {
+            metrics.extend(stats);
+            findings.extend(finding);
+            noise.insert(metric.tag(), n);
+        }
+    }
+    (metrics, noise)
+}
+
+fn all_cold_finding(c: &Counts, overhead: Option<f64>) -> Finding {
+    let share = overhead
+        .map(|x| {
+            format!(
+                "; DNS + connect is {:.1} % of request latency on average",
+                x * 100.0
+            )
+        })
+        .unwrap_or_default();
+    Finding::new(
+        ALL_CONNECTIONS_COLD,
+        format!(
+            "every one of the {} classified profiling requests opened a new connection (a \
+             server without keep-alive, or connection reuse off), so there is no warm \
+             baseline to measure the bias against{share}",
+            c.cold + c.warm
+        ),
+    )
+    .file(records::FILE)
+    .field("metrics.http_req_connection_reused")
+    .expected_found("some reused connections", "none reused")
+    .effect("cold_share", 100.0, Unit::Percent)
+    .effect(
+        "connection_overhead_share",
+        overhead.unwrap_or(f64::NAN) * 100.0,
+        Unit::Percent,
+    )
 }
 
 /// One metric's all vs warm-only statistics, its noise test and its bias
@@ -438,7 +475,7 @@ fn metric_effect(
         stats::Summary::of_values(&mut warm_v),
     );
     let mut metrics = Vec::new();
-    let mut over = Vec::new();
+    let mut over: Vec<Over> = Vec::new();
     for &stat in Stat::ALL {
         let bias = stats::bias_pct(sa.get(stat), sw.get(stat));
         if let Some(b) = bias {
@@ -456,46 +493,54 @@ fn metric_effect(
             count_warm: warm_v.len(),
         });
     }
-    let mut finding = None;
-    if !over.is_empty() {
-        let worst = over.iter().map(|o| o.1.abs()).fold(0.0, f64::max);
-        let listed: Vec<String> = over
-            .iter()
-            .map(|(stat, b, all, warm)| {
-                format!(
-                    "{stat} {} vs {} warm-only ({b:+.1} %)",
-                    fmt(*all),
-                    fmt(*warm)
-                )
-            })
-            .collect();
-        let noise_note = match n.larger_than_noise {
-            Some(true) => "; the cold/warm difference of means is larger than noise",
-            Some(false) => "; the cold/warm difference of means is within noise",
-            None => "",
-        };
-        let mut f = Finding::new(
-            COLD_CONNECTION_BIAS,
-            format!(
-                "{}: {} cold request(s) move {}{noise_note}",
-                metric.tag(),
-                cold_requests,
-                listed.join(", ")
-            ),
-        )
-        .file(records::FILE)
-        .field(format!("metrics.{}", metric.tag()))
-        .expected_found(
-            over.iter().map(|o| (o.0, o.3)).collect::<Vec<_>>(),
-            over.iter().map(|o| (o.0, o.2)).collect::<Vec<_>>(),
-        )
-        .effect("max_abs_bias", worst, Unit::Percent);
-        for (_, b, _, _) in &over {
-            f = f.effect("bias", *b, Unit::Percent);
-        }
-        finding = Some(f);
-    }
+    let finding = bias_finding(metric, &over, cold_requests, &n);
     Some((metrics, n, finding))
+}
+
+/// A statistic over the threshold: `(stat, bias %, all, warm only)`.
+type Over = (Stat, f64, Option<f64>, Option<f64>);
+
+/// The bias finding of one metric, listing the statistics over the threshold.
+fn bias_finding(metric: Metric, over: &[Over], cold_requests: usize, n: &Noise) -> Option<Finding> {
+    if over.is_empty() {
+        return None;
+    }
+    let worst = over.iter().map(|o| o.1.abs()).fold(0.0, f64::max);
+    let listed: Vec<String> = over
+        .iter()
+        .map(|(stat, b, all, warm)| {
+            format!(
+                "{stat} {} vs {} warm-only ({b:+.1} %)",
+                fmt(*all),
+                fmt(*warm)
+            )
+        })
+        .collect();
+    let noise_note = match n.larger_than_noise {
+        Some(true) => "; the cold/warm difference of means is larger than noise",
+        Some(false) => "; the cold/warm difference of means is within noise",
+        None => "",
+    };
+    let mut f = Finding::new(
+        COLD_CONNECTION_BIAS,
+        format!(
+            "{}: {} cold request(s) move {}{noise_note}",
+            metric.tag(),
+            cold_requests,
+            listed.join(", ")
+        ),
+    )
+    .file(records::FILE)
+    .field(format!("metrics.{}", metric.tag()))
+    .expected_found(
+        over.iter().map(|o| (o.0, o.3)).collect::<Vec<_>>(),
+        over.iter().map(|o| (o.0, o.2)).collect::<Vec<_>>(),
+    )
+    .effect("max_abs_bias", worst, Unit::Percent);
+    for (_, b, _, _) in over {
+        f = f.effect("bias", *b, Unit::Percent);
+    }
+    Some(f)
 }
 
 fn fmt(v: Option<f64>) -> String {

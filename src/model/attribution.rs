@@ -389,10 +389,37 @@ pub fn by_observation(
             });
         }
     }
-    let unobserved = pending.len() + (cands.len() - next);
-    let pool: Vec<&Increment> = increments.iter().filter(|x| x.uncertain).collect();
-    let finish = |phase: Phase| {
-        let mine = increments.iter().filter(|x| x.phase == Some(phase));
+    let split = Split {
+        increments: &increments,
+        is_hist,
+        les: pts
+            .last()
+            .map(|p| p.buckets.values().map(|x| x.0).collect())
+            .unwrap_or_default(),
+        incomplete: unattributed > 0 || pending.len() + (cands.len() - next) > 0,
+    };
+    let finish = |phase| split.phase(phase);
+    Some(Attribution {
+        profiling: finish(Phase::Profiling),
+        warmup: finish(Phase::Warmup),
+    })
+}
+
+/// The increments attributed, to be summed up per phase.
+struct Split<'a> {
+    increments: &'a [Increment],
+    is_hist: bool,
+    /// The bucket bounds of the last scrape.
+    les: Vec<f64>,
+    /// An increment had no request, or a request no increment.
+    incomplete: bool,
+}
+
+impl Split<'_> {
+    /// One phase's count and sum (bounds where uncertain), and when exact
+    /// (a histogram), its own buckets and the percentiles estimated from them.
+    fn phase(&self, phase: Phase) -> Corrected {
+        let mine = self.increments.iter().filter(|x| x.phase == Some(phase));
         let (mut count, mut point, mut certain, mut n_uncertain) = (0u64, 0.0, 0.0, 0usize);
         for x in mine {
             count += 1;
@@ -403,39 +430,23 @@ pub fn by_observation(
                 certain += x.point;
             }
         }
-        let mut los: Vec<f64> = pool.iter().map(|x| x.lo).collect();
-        let mut his: Vec<f64> = pool.iter().map(|x| x.hi).collect();
+        // The uncertain increments are a pool either phase may own: the
+        // lowest and highest `n_uncertain` of them bound this phase's sum.
+        let pool = self.increments.iter().filter(|x| x.uncertain);
+        let mut los: Vec<f64> = pool.clone().map(|x| x.lo).collect();
+        let mut his: Vec<f64> = pool.map(|x| x.hi).collect();
         los.sort_by(f64::total_cmp);
         his.sort_by(|a, b| b.total_cmp(a));
         let low = certain + los.iter().take(n_uncertain).sum::<f64>();
         let high = certain + his.iter().take(n_uncertain).sum::<f64>();
-        let bounded = n_uncertain > 0 || unattributed > 0 || unobserved > 0;
-        let (sum, sum_low, sum_high) = if is_hist {
+        let bounded = n_uncertain > 0 || self.incomplete;
+        let (sum, sum_low, sum_high) = if self.is_hist {
             (Some(point), Some(low), Some(high).filter(|h| h.is_finite()))
         } else {
             (None, None, None)
         };
-        // Exact attribution of a histogram: the phase's own buckets, and the
-        // percentiles estimated from them.
-        let buckets = (is_hist && !bounded)
-            .then(|| {
-                let les: Vec<f64> = pts.last()?.buckets.values().map(|x| x.0).collect();
-                let mut per_le: Vec<f64> = vec![0.0; les.len()];
-                for x in increments.iter().filter(|x| x.phase == Some(phase)) {
-                    let i = les.iter().position(|le| Some(*le) == x.le)?;
-                    per_le[i] += 1.0;
-                }
-                let mut cum = 0.0;
-                let buckets: Vec<(f64, f64)> = les
-                    .iter()
-                    .zip(per_le)
-                    .map(|(le, n)| {
-                        cum += n;
-                        (*le, cum)
-                    })
-                    .collect();
-                (buckets.last()?.0 == f64::INFINITY).then_some(buckets)
-            })
+        let buckets = (self.is_hist && !bounded)
+            .then(|| self.buckets(phase))
             .flatten();
         Corrected {
             count,
@@ -451,11 +462,28 @@ pub fn by_observation(
             percentiles: buckets.as_deref().map(Percentiles::of_buckets),
             buckets: buckets.map(|b| b.iter().map(|(le, c)| (le_text(*le), *c)).collect()),
         }
-    };
-    Some(Attribution {
-        profiling: finish(Phase::Profiling),
-        warmup: finish(Phase::Warmup),
-    })
+    }
+
+    /// The phase's cumulative buckets from its increments' buckets; `None`
+    /// when an increment's bucket is unknown or there is no `+Inf` bucket.
+    fn buckets(&self, phase: Phase) -> Option<Vec<(f64, f64)>> {
+        let mut per_le: Vec<f64> = vec![0.0; self.les.len()];
+        for x in self.increments.iter().filter(|x| x.phase == Some(phase)) {
+            let i = self.les.iter().position(|le| Some(*le) == x.le)?;
+            per_le[i] += 1.0;
+        }
+        let mut cum = 0.0;
+        let buckets: Vec<(f64, f64)> = self
+            .les
+            .iter()
+            .zip(per_le)
+            .map(|(le, n)| {
+                cum += n;
+                (*le, cum)
+            })
+            .collect();
+        (buckets.last()?.0 == f64::INFINITY).then_some(buckets)
+    }
 }
 
 /// Value bounds of each of an interval's `k` increments: exact for a single

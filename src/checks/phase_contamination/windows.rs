@@ -56,6 +56,20 @@ pub fn windows(ctx: &Ctx, findings: &mut Vec<Finding>) -> Windows {
     if warm_late > 0 && !w.at_risk.contains(&ObservedAt::Completion) {
         w.at_risk.push(ObservedAt::Completion);
     }
+    findings.push(overlap_finding(&w, ps, we));
+    w
+}
+
+/// The warmup window closing `we` after profiling started at `ps`, with
+/// the requests it caught.
+fn overlap_finding(w: &Windows, ps: u64, we: u64) -> Finding {
+    let n = |x: Option<u64>| x.unwrap_or(0);
+    let (started, first, finished, warm_late) = (
+        n(w.profiling_started_before_warmup_closed),
+        n(w.profiling_first_token_before_warmup_closed),
+        n(w.profiling_finished_before_warmup_closed),
+        n(w.warmup_finished_after_profiling_started),
+    );
     let overlap = (we - ps) as f64 / 1e6;
     let risk = if w.at_risk.is_empty() {
         "no request-scoped observation is at risk".to_string()
@@ -63,35 +77,32 @@ pub fn windows(ctx: &Ctx, findings: &mut Vec<Finding>) -> Windows {
         let kinds: Vec<&str> = w.at_risk.iter().map(|k| k.as_str()).collect();
         format!("metrics observed at {} are at risk", kinds.join(", "))
     };
-    findings.push(
-        Finding::new(
-            PHASE_WINDOW_OVERLAP,
-            format!(
-                "the warmup window closes {overlap:.1} ms after profiling starts: {started} \
-                 profiling request(s) started, {first} had their first token and {finished} \
-                 finished before it closed, and {warm_late} warmup request(s) finished after \
-                 profiling started; {risk}"
-            ),
-        )
-        .file(server_metrics::FILE)
-        .field("summary.phase_time_ranges")
-        .expected_found(
-            serde_json::json!({"warmup.end_ns <=": ps}),
-            serde_json::json!({"warmup.end_ns": we}),
-        )
-        .effect("overlap", overlap, Unit::Ms)
-        .effect(
-            "profiling_started_before_close",
-            started as f64,
-            Unit::Count,
-        )
-        .effect(
-            "profiling_finished_before_close",
-            finished as f64,
-            Unit::Count,
+    Finding::new(
+        PHASE_WINDOW_OVERLAP,
+        format!(
+            "the warmup window closes {overlap:.1} ms after profiling starts: {started} \
+             profiling request(s) started, {first} had their first token and {finished} \
+             finished before it closed, and {warm_late} warmup request(s) finished after \
+             profiling started; {risk}"
         ),
-    );
-    w
+    )
+    .file(server_metrics::FILE)
+    .field("summary.phase_time_ranges")
+    .expected_found(
+        serde_json::json!({"warmup.end_ns <=": ps}),
+        serde_json::json!({"warmup.end_ns": we}),
+    )
+    .effect("overlap", overlap, Unit::Ms)
+    .effect(
+        "profiling_started_before_close",
+        started as f64,
+        Unit::Count,
+    )
+    .effect(
+        "profiling_finished_before_close",
+        finished as f64,
+        Unit::Count,
+    )
 }
 
 /// Counters whose profiling timeslices start before profiling did.
