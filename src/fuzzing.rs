@@ -72,8 +72,8 @@ pub fn server_metrics_json(data: &[u8]) {
 /// `profile_export_aiperf.json` bytes through its reader: an error names
 /// where it is.
 pub fn summary_json(data: &[u8]) {
-    if let Err((path, msg)) = summary::Summary::parse(data) {
-        assert!(path.is_some() || !msg.is_empty());
+    if let Err(e) = summary::Summary::parse(data) {
+        assert!(e.field.is_some() || !e.message.is_empty());
     }
 }
 

@@ -25,6 +25,28 @@ pub const RUN_MARKERS: &[&str] = &[summary::FILE, records::FILE, server_metrics:
 /// `phase_manifest.json`.
 pub const MANIFEST_FILE: &str = "phase_manifest.json";
 
+/// A JSON document that does not parse as the artifact it should be: the
+/// field where it failed (a path such as `input_config.phases[0].requests`,
+/// when the parser could tell) and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ParseError {
+    /// The field path, if known.
+    pub field: Option<String>,
+    /// The parser's message (ending in "at line L column C").
+    pub message: String,
+}
+
+impl ParseError {
+    /// From a `serde_path_to_error` failure.
+    pub fn of(e: serde_path_to_error::Error<serde_json::Error>) -> ParseError {
+        ParseError {
+            field: Some(e.path().to_string()),
+            message: e.inner().to_string(),
+        }
+    }
+}
+
 /// Largest JSON document (not JSON lines) read into memory.
 const MAX_JSON_BYTES: u64 = 512 << 20;
 
@@ -152,7 +174,7 @@ fn read_json<T>(
     dir: &Path,
     name: &str,
     findings: &mut Vec<Finding>,
-    parse: impl FnOnce(&[u8]) -> Result<T, (Option<String>, String)>,
+    parse: impl FnOnce(&[u8]) -> Result<T, ParseError>,
 ) -> Option<T> {
     let (mut file, len) = match open_noting_links(dir, name, findings) {
         Opened::Missing => return None,
@@ -176,7 +198,10 @@ fn read_json<T>(
     }
     match parse(&bytes) {
         Ok(v) => Some(v),
-        Err((path, msg)) => {
+        Err(ParseError {
+            field: path,
+            message: msg,
+        }) => {
             let (line, msg) = split_serde_position(&msg);
             let mut f = Finding::new(
                 reading::INVALID_JSON,
@@ -208,10 +233,9 @@ fn split_serde_position(msg: &str) -> (Option<u64>, String) {
     (None, msg.to_string())
 }
 
-fn typed<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, (Option<String>, String)> {
+fn typed<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ParseError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(&mut de)
-        .map_err(|e| (Some(e.path().to_string()), e.inner().to_string()))
+    serde_path_to_error::deserialize(&mut de).map_err(ParseError::of)
 }
 
 /// Reads every artifact of the run in `dir`.

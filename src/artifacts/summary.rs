@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::ParseError;
+
 /// File name.
 pub const FILE: &str = "profile_export_aiperf.json";
 
@@ -158,10 +160,9 @@ pub struct Summary {
 
 impl Summary {
     /// Parses the summary from JSON text, with the failing field's path on error.
-    pub fn parse(bytes: &[u8]) -> Result<Summary, (Option<String>, String)> {
+    pub fn parse(bytes: &[u8]) -> Result<Summary, ParseError> {
         let mut de = serde_json::Deserializer::from_slice(bytes);
-        let raw: RawSummary = serde_path_to_error::deserialize(&mut de)
-            .map_err(|e| (Some(e.path().to_string()), e.inner().to_string()))?;
+        let raw: RawSummary = serde_path_to_error::deserialize(&mut de).map_err(ParseError::of)?;
         let mut metrics = BTreeMap::new();
         let mut warmup_metrics = BTreeMap::new();
         for (key, value) in raw.rest {
@@ -225,8 +226,8 @@ mod tests {
     #[test]
     fn wrong_type_reports_the_path() {
         let json = br#"{"input_config":{"phases":[{"kind":"profiling","requests":"five"}]}}"#;
-        let (path, _) = Summary::parse(json).expect_err("must fail");
-        assert_eq!(path.as_deref(), Some("input_config.phases[0].requests"));
+        let e = Summary::parse(json).expect_err("must fail");
+        assert_eq!(e.field.as_deref(), Some("input_config.phases[0].requests"));
     }
 
     #[test]

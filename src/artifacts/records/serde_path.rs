@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use super::{fast, Id, RawMetrics, Record, RecordError, FILE};
 use crate::artifacts::records::Phase;
+use crate::artifacts::ParseError;
 use crate::findings::{reading, Finding};
 
 #[derive(Deserialize)]
@@ -142,11 +143,14 @@ pub(super) fn parse_line(text: LineText, line: u64, shapes: &mut fast::Shapes) -
 /// For valid UTF-8, reading bytes fails exactly as reading the text did.
 pub(super) fn bad_line_finding(bytes: &[u8], line: u64, last_unterminated: bool) -> Finding {
     match serde_json::from_slice::<RawRecord>(bytes).map(|raw| convert(raw, line)) {
-        Ok(Err((field, msg))) => {
-            Finding::new(reading::INVALID_RECORD, format!("line {line}: {msg}"))
+        Ok(Err(ParseError { field, message })) => {
+            let f = Finding::new(reading::INVALID_RECORD, format!("line {line}: {message}"))
                 .file(FILE)
-                .line(line)
-                .field(field)
+                .line(line);
+            match field {
+                Some(field) => f.field(field),
+                None => f,
+            }
         }
         Err(e) => describe_error(bytes, line, e, last_unterminated),
         // Not reached: the same bytes read the same way.
@@ -159,15 +163,17 @@ pub(super) fn bad_line_finding(bytes: &[u8], line: u64, last_unterminated: bool)
     }
 }
 
-pub(super) fn convert(raw: RawRecord, line: u64) -> Result<Record, (String, String)> {
+pub(super) fn convert(raw: RawRecord, line: u64) -> Result<Record, ParseError> {
     let phase = match raw.metadata.benchmark_phase.as_ref() {
         "warmup" => Phase::Warmup,
         "profiling" => Phase::Profiling,
         other => {
-            return Err((
-                "metadata.benchmark_phase".into(),
-                format!("unknown benchmark_phase {other:?} (expected warmup or profiling)"),
-            ))
+            return Err(ParseError {
+                field: Some("metadata.benchmark_phase".into()),
+                message: format!(
+                    "unknown benchmark_phase {other:?} (expected warmup or profiling)"
+                ),
+            })
         }
     };
     Ok(Record {

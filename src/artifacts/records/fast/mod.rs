@@ -177,7 +177,7 @@ fn agrees_in(line: &str, shapes: &mut Shapes) {
     if let Some(fast) = second {
         let slow = serde_json::from_str::<super::serde_path::RawRecord>(line)
             .map_err(|e| e.to_string())
-            .and_then(|raw| super::serde_path::convert(raw, 1).map_err(|(_, m)| m));
+            .and_then(|raw| super::serde_path::convert(raw, 1).map_err(|e| e.message));
         match slow {
             Ok(slow) => assert!(
                 fast == slow && fast.values.0.map(f64::to_bits) == slow.values.0.map(f64::to_bits),
