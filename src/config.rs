@@ -512,7 +512,7 @@ mod tests {
         )
         .expect("parses");
         let mut s = Settings::default();
-        f.apply(&mut s, &Origin::File("x.toml".into()), crate::checks::code)
+        f.apply(&mut s, &Origin::File("x.toml".into()), |_| None)
             .expect("applies");
         assert_eq!(s.prefix.gap_pp, 2.5);
         assert_eq!(s.phase.extra_metrics.len(), 1);
@@ -532,8 +532,8 @@ mod tests {
             ..Default::default()
         };
         let mut s = Settings::default();
-        let file = layer.apply(&mut s, &Origin::File("a.toml".into()), crate::checks::code);
-        let flag = layer.apply(&mut s, &Origin::CommandLine, crate::checks::code);
+        let file = layer.apply(&mut s, &Origin::File("a.toml".into()), |_| None);
+        let flag = layer.apply(&mut s, &Origin::CommandLine, |_| None);
         assert_eq!(
             file.expect_err("bad").to_string(),
             "a.toml: prefix-cache.gap-pp: must be a non-negative number, not -1"

@@ -245,3 +245,23 @@ impl Serialize for Checks {
 pub fn run_all(ctx: &Ctx) -> Vec<(&'static Check, CheckOutput)> {
     ALL.par_iter().map(|c| (c, (c.run)(ctx))).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn codes_are_unique_kebab_case_and_round_trip() {
+        let mut seen = HashSet::new();
+        for c in codes() {
+            let s = c.as_str();
+            assert!(seen.insert(s), "duplicate code {s}");
+            assert!(s.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{s}");
+            assert_eq!(code(s), Some(c));
+            assert!(!c.summary().is_empty());
+        }
+        assert!(seen.len() > 30);
+        assert_eq!(code("no-such-code"), None);
+    }
+}
