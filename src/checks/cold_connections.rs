@@ -66,11 +66,19 @@ pub struct Counts {
     pub first_turns: usize,
 }
 
+closed_set! {
+    /// The test that tells a difference from noise.
+    pub enum NoiseTest {
+        /// Welch's t, 95 % interval of the difference of means.
+        WelchT95 => "welch_t_95",
+    }
+}
+
 /// Whether a difference is larger than noise.
 #[derive(Debug, Clone, Serialize)]
 pub struct Noise {
     /// The test used.
-    pub test: &'static str,
+    pub test: NoiseTest,
     /// Interval of mean(cold) - mean(warm); `null` when it cannot be computed.
     pub cold_minus_warm: Option<DiffInterval>,
     /// True when the interval excludes zero; `null` when unknown.
@@ -548,7 +556,7 @@ fn fmt(v: Option<f64>) -> String {
 }
 
 fn noise_of(cold: &[f64], warm: &[f64], min_warm: usize) -> Noise {
-    let test = "welch_t_95";
+    let test = NoiseTest::WelchT95;
     if warm.len() < min_warm.max(2) || cold.len() < 2 {
         return Noise {
             test,
