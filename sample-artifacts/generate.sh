@@ -118,6 +118,61 @@ run_prefix_cache() { # name [server args...]
   finish "$name"
 }
 
+# Servers with the real frameworks' metric families (servers/real_server.py,
+# issue 15): one load for all, a shared 128-token prefix so the prefix cache
+# has hits, and TTFTs of 100 ms and more (2 ms per uncached prompt token) so
+# that, as on a real server, no first token is observed before AIPerf's
+# end-of-warmup scrape unless a run injects it.
+start_real() { # ledger port [real_server args...]
+  local ledger=$1 port=$2; shift 2
+  rm -f "$ledger"
+  python3 "$here/servers/real_server.py" --port "$port" --ledger "$ledger" --prefix-cache \
+    --itl-s 0.005 --prefill-s-per-token 0.002 "$@" &
+  for _ in $(seq 50); do
+    if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$port),0.2)" 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "real server $* did not start" >&2; exit 2
+}
+
+real_load() { # name url warmup [aiperf args...]
+  local name=$1 url=$2 warmup=$3; shift 3
+  aiperf_run "$name" "$url" --streaming --concurrency 2 \
+    --warmup-request-count "$warmup" --request-count 12 \
+    --num-prefix-prompts 1 --prefix-prompt-length 128 \
+    --synthetic-input-tokens-mean 64 --synthetic-input-tokens-stddev 0 \
+    --output-tokens-mean 8 --output-tokens-stddev 0 --server-metrics-formats json jsonl "$@"
+}
+
+run_real() { # name warmup [real_server args...]
+  local name=$1 warmup=$2 port; shift 2; port=$(free_port)
+  start_real "$work/$name.ledger.jsonl" "$port" "$@"
+  real_load "$name" "http://127.0.0.1:$port" "$warmup"
+  kill %1; wait 2>/dev/null || true
+  finish "$name"
+}
+
+run_trtllm() { # name
+  local name=$1 port; port=$(free_port)
+  start_real "$work/$name.ledger.jsonl" "$port" --framework trtllm
+  # TensorRT-LLM's /metrics answers JSON (AIPerf disables it); the
+  # Prometheus text is at /prometheus/metrics.
+  real_load "$name" "http://127.0.0.1:$port" 4 \
+    --server-metrics "http://127.0.0.1:$port/prometheus/metrics"
+  kill %1; wait 2>/dev/null || true
+  finish "$name"
+}
+
+run_dynamo() { # name [real_server args...]
+  local name=$1 port pp dp; shift; port=$(free_port); pp=$(free_port); dp=$(free_port)
+  start_real "$work/$name.ledger.jsonl" "$port" --framework dynamo \
+    --prefill-port "$pp" --decode-port "$dp" "$@"
+  real_load "$name" "http://127.0.0.1:$port" 4 --server-metrics \
+    "http://127.0.0.1:$port/metrics" "http://127.0.0.1:$pp/metrics" "http://127.0.0.1:$dp/metrics"
+  kill %1; wait 2>/dev/null || true
+  finish "$name"
+}
+
 # The boundary races below depend on timing. For a run that must show one,
 # retry until its artifacts do, up to 12 times.
 retry_until() { # name python-condition generate-command...
@@ -148,7 +203,9 @@ def client_prompt_tokens():
 '
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(clean boundary-race late-warmup cold-tls prefix-cache prefix-cache-boundary)
+[ ${#targets[@]} -gt 0 ] || targets=(clean boundary-race late-warmup cold-tls prefix-cache prefix-cache-boundary
+  vllm-dp sglang-dp-attention trtllm dynamo-disagg vllm-dp-late-engine dynamo-late-decode
+  sglang-lazy-series vllm-out-of-order vllm-restart)
 for t in "${targets[@]}"; do
   case "$t" in
     # TTFT (~130 ms) outlasts AIPerf's end-of-warmup scrape: exact split.
@@ -172,6 +229,26 @@ sys.exit(0 if ok else 1)' \
     prefix-cache-boundary) retry_until prefix-cache-boundary \
       'sys.exit(0 if count("metrics", "vllm:prompt_tokens") > client_prompt_tokens() else 1)' \
       run_prefix_cache prefix-cache-boundary --metrics-jitter-ms 40 ;;
+    # Clean controls, one per framework: no warning, exit 0.
+    vllm-dp) run_real vllm-dp 4 --framework vllm --engines 2 ;;
+    sglang-dp-attention) run_real sglang-dp-attention 4 --framework sglang --dp 2 --tp-per-dp 2 ;;
+    trtllm) run_trtllm trtllm ;;
+    dynamo-disagg) run_dynamo dynamo-disagg ;;
+    # The last warmup request's TTFT published 0.4 s late, on engine 1 only.
+    vllm-dp-late-engine) run_real vllm-dp-late-engine 4 --framework vllm --engines 2 \
+      --late vllm:time_to_first_token_seconds:4:0.4 ;;
+    # The same on the decode worker of a disaggregated deployment.
+    dynamo-late-decode) run_dynamo dynamo-late-decode \
+      --late vllm:time_to_first_token_seconds:4:0.4:decode ;;
+    # One cold warmup request: sglang:cached_tokens_total first appears
+    # (first cache hit) during profiling.
+    sglang-lazy-series) run_real sglang-lazy-series 1 --framework sglang --dp 2 --tp-per-dp 2 ;;
+    # Every 3rd /metrics answer sent 500 ms after its snapshot: the scrape
+    # sent after it answers first.
+    vllm-out-of-order) run_real vllm-out-of-order 4 --framework vllm --engines 2 \
+      --slow-scrape 3:500 ;;
+    # The engine restarts after the 12th request (profiling).
+    vllm-restart) run_real vllm-restart 4 --framework vllm --restart-after 12 ;;
     *) echo "unknown run $t" >&2; exit 2 ;;
   esac
 done
