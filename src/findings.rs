@@ -9,6 +9,8 @@
 //! Checks build [`Finding`]s and return them; they never print. Renderers in
 //! [`crate::report`] turn findings into text.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -219,6 +221,17 @@ pub struct Finding {
     /// The JSON field (path) concerned.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+    /// The server metric (family) concerned, as exported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metric: Option<String>,
+    /// The scrape endpoint concerned (its URL).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// The series concerned: the labels that single it out (e.g.
+    /// `{"engine": "1"}`); empty when the finding is about the endpoint's
+    /// whole family.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<BTreeMap<String, String>>,
     /// What the artifacts should have said.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expected: Option<Value>,
@@ -241,6 +254,9 @@ impl Finding {
             file: None,
             line: None,
             field: None,
+            metric: None,
+            endpoint: None,
+            series: None,
             expected: None,
             found: None,
             effect: Vec::new(),
@@ -262,6 +278,24 @@ impl Finding {
     /// Sets the field path.
     pub fn field(mut self, field: impl Into<String>) -> Finding {
         self.field = Some(field.into());
+        self
+    }
+
+    /// Sets the server metric concerned.
+    pub fn metric(mut self, metric: impl Into<String>) -> Finding {
+        self.metric = Some(metric.into());
+        self
+    }
+
+    /// Sets the scrape endpoint concerned.
+    pub fn endpoint(mut self, endpoint: impl Into<String>) -> Finding {
+        self.endpoint = Some(endpoint.into());
+        self
+    }
+
+    /// Sets the series concerned (the labels that single it out).
+    pub fn series(mut self, labels: BTreeMap<String, String>) -> Finding {
+        self.series = Some(labels);
         self
     }
 

@@ -18,6 +18,9 @@ closed_set! {
     pub enum ObservedAt {
         /// When the request arrives (`request_start_ns`).
         Arrival => "arrival",
+        /// When the engine schedules it: after its queue time, between its
+        /// arrival and its first token.
+        Scheduled => "scheduled",
         /// When the first token is produced (`request_start_ns` + TTFT).
         FirstToken => "first_token",
         /// When the request finishes (`request_end_ns`).
@@ -95,25 +98,39 @@ scoped! {
         "vllm:request_time_per_output_token_seconds" => Completion,
         "vllm:request_success" => Completion,
     ]
+    // SGLang: the tokenizer manager observes TTFT at the first token and
+    // the rest when the request finishes; each scheduler (one per TP rank)
+    // observes the queue time when it schedules the request.
     Sglang: [
         "sglang:time_to_first_token_seconds" => FirstToken,
         "sglang:e2e_request_latency_seconds" => Completion,
-        "sglang:queue_time_seconds" => FirstToken,
+        "sglang:queue_time_seconds" => Scheduled,
         "sglang:num_requests" => Completion,
     ]
-    // trtllm-serve computes its request histograms from the finished
-    // request's perf metrics, TTFT included.
+    // trtllm-serve's MetricsCollector logs every request histogram when the
+    // request finishes (log_request_metrics), TTFT included. Its families
+    // are `trtllm_*`; Dynamo's TensorRT-LLM workers name theirs `trtllm:*`.
     Trtllm: [
+        "trtllm_time_to_first_token_seconds" => Completion,
+        "trtllm_e2e_request_latency_seconds" => Completion,
+        "trtllm_request_queue_time_seconds" => Completion,
+        "trtllm_time_per_output_token_seconds" => Completion,
+        "trtllm_request_prefill_time_seconds" => Completion,
+        "trtllm_request_decode_time_seconds" => Completion,
+        "trtllm_request_inference_time_seconds" => Completion,
+        "trtllm_request_success" => Completion,
         "trtllm:time_to_first_token_seconds" => Completion,
         "trtllm:e2e_request_latency_seconds" => Completion,
         "trtllm:request_queue_time_seconds" => Completion,
         "trtllm:time_per_output_token_seconds" => Completion,
         "trtllm:request_success" => Completion,
     ]
+    // Dynamo's frontend observes TTFT and the input sequence length when
+    // the first token comes back, the rest when the response completes.
     Dynamo: [
         "dynamo_frontend_time_to_first_token_seconds" => FirstToken,
         "dynamo_frontend_request_duration_seconds" => Completion,
-        "dynamo_frontend_input_sequence_tokens" => Arrival,
+        "dynamo_frontend_input_sequence_tokens" => FirstToken,
         "dynamo_frontend_output_sequence_tokens" => Completion,
         "dynamo_frontend_requests" => Completion,
     ]
@@ -253,6 +270,10 @@ pub const HIT_RATE_GAUGES: &[(Framework, &str)] = &[
     (Framework::Vllm, "vllm:gpu_prefix_cache_hit_rate"),
 ];
 
+/// The gauge a process restart changes (prometheus_client's process
+/// collector, and every exporter that follows it).
+pub const PROCESS_START: &str = "process_start_time_seconds";
+
 /// Server prompt-token counters, most specific first.
 pub const PROMPT_TOKEN_COUNTERS: &[&str] = &[
     "vllm:prompt_tokens",
@@ -261,6 +282,97 @@ pub const PROMPT_TOKEN_COUNTERS: &[&str] = &[
     "dynamo_frontend_input_sequence_tokens",
 ];
 
+// --- Labels -----------------------------------------------------------------------------
+
+closed_set! {
+    /// What a label says about the requests a series sees. It decides how
+    /// the series of one family on one endpoint add up to "every request
+    /// once" ([`crate::model::observers`]).
+    pub enum LabelRole {
+        /// Splits the observations of one observer by their kind
+        /// (`finished_reason`, `mode`): summed.
+        Kind => "kind",
+        /// Splits the requests between engines (vLLM's `engine` under data
+        /// parallelism, SGLang's `dp_rank`): the series add up to the
+        /// request count; a finding names the series.
+        Partition => "partition",
+        /// Ranks that each see every request of their partition (tensor,
+        /// pipeline, expert parallel ranks): never summed.
+        Replica => "replica",
+        /// Names the model, the engine type or the worker: each value is an
+        /// observer of its own.
+        Identity => "identity",
+    }
+}
+
+/// The labels of the frameworks' request-scoped and cache families and what
+/// they mean, per framework (`None`: the same for every framework). A label
+/// in none of these is read both ways (summed, or per replica) and the
+/// reading that fits the request counts is kept.
+pub const LABEL_ROLES: &[(Option<Framework>, &str, LabelRole)] = &[
+    // vLLM: `engine` is the engine core index (data parallelism), `model_name`
+    // the served model; `finished_reason` on request_success.
+    (Some(Framework::Vllm), "engine", LabelRole::Partition),
+    (None, "finished_reason", LabelRole::Kind),
+    (None, "source", LabelRole::Kind),
+    (None, "cache_source", LabelRole::Kind),
+    (None, "cache_level", LabelRole::Kind),
+    (None, "cache_tier", LabelRole::Kind),
+    (None, "mode", LabelRole::Kind),
+    (None, "stage", LabelRole::Kind),
+    (None, "status", LabelRole::Kind),
+    (None, "request_type", LabelRole::Kind),
+    (None, "error_type", LabelRole::Kind),
+    // Dynamo's frontend `endpoint` is the API route a request came in on.
+    (Some(Framework::Dynamo), "endpoint", LabelRole::Kind),
+    // SGLang schedulers: one per (dp_rank, tp_rank) under DP attention.
+    (None, "dp_rank", LabelRole::Partition),
+    (None, "tp_rank", LabelRole::Replica),
+    (None, "pp_rank", LabelRole::Replica),
+    (None, "moe_ep_rank", LabelRole::Replica),
+    (None, "attn_tp_rank", LabelRole::Replica),
+    (None, "model_name", LabelRole::Identity),
+    (None, "model", LabelRole::Identity),
+    (None, "engine_type", LabelRole::Identity),
+    (None, "dynamo_namespace", LabelRole::Identity),
+    (None, "dynamo_component", LabelRole::Identity),
+    (None, "dynamo_endpoint", LabelRole::Identity),
+    (None, "worker_type", LabelRole::Identity),
+    (None, "disaggregation_mode", LabelRole::Identity),
+    (None, "role", LabelRole::Identity),
+    (None, "component", LabelRole::Identity),
+    (None, "engine_id", LabelRole::Identity),
+];
+
+/// The role of label `name` on a family of `framework`: the framework's own
+/// entry first, then the shared one.
+pub fn label_role(framework: Option<Framework>, name: &str) -> Option<LabelRole> {
+    let of = |fw: Option<Framework>| {
+        LABEL_ROLES
+            .iter()
+            .find(|(f, l, _)| *f == fw && *l == name)
+            .map(|x| x.2)
+    };
+    framework.and_then(|fw| of(Some(fw))).or_else(|| of(None))
+}
+
+/// The framework a family belongs to, from its name's prefix.
+pub fn framework_of(family: &str) -> Option<Framework> {
+    let prefixes = [
+        ("vllm:", Framework::Vllm),
+        ("sglang:", Framework::Sglang),
+        ("trtllm_", Framework::Trtllm),
+        ("trtllm:", Framework::Trtllm),
+        ("dynamo_", Framework::Dynamo),
+        ("atom", Framework::Atom),
+        ("tabbyapi:", Framework::Tabbyapi),
+    ];
+    prefixes
+        .iter()
+        .find(|(p, _)| family.starts_with(p))
+        .map(|x| x.1)
+}
+
 // --- Roles ------------------------------------------------------------------------------
 
 /// Labels that name the role of a series in a disaggregated (prefill/decode)
@@ -268,12 +380,20 @@ pub const PROMPT_TOKEN_COUNTERS: &[&str] = &[
 pub const ROLE_LABELS: &[&str] = &[
     "dynamo_component",
     "disaggregation_mode",
+    "worker_type",
     "role",
     "component",
 ];
 
 /// Role values that mean "prefill".
 pub const PREFILL_ROLES: &[&str] = &["prefill", "context", "ctx"];
+
+/// Role values that mean "decode" (Dynamo's decode worker is often the
+/// component `backend`).
+pub const DECODE_ROLES: &[&str] = &["decode", "backend", "generation", "gen"];
+
+/// Family prefixes that only a frontend (router, HTTP server) exports.
+pub const FRONTEND_PREFIXES: &[&str] = &["dynamo_frontend_"];
 
 /// A family's name as AIPerf exports it: prometheus_client strips `_total`
 /// from counter families, so `x_total` and `x` name the same family.

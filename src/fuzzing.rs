@@ -61,7 +61,7 @@ pub fn record_fast_path(data: &[u8]) {
 /// prefix-cache formulas: a rate, when defined, is a fraction.
 pub fn server_metrics_json(data: &[u8]) {
     if let Ok(e) = serde_json::from_slice::<server_metrics::ServerMetricsExport>(data) {
-        for r in crate::checks::prefix_cache::server_rates(&e.metrics) {
+        for r in crate::checks::prefix_cache::server_rates(&e.metrics, &Default::default()) {
             if let Some(rate) = r.hit_rate {
                 assert!((0.0..=1.0).contains(&rate), "{r:?}");
             }

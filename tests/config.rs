@@ -45,23 +45,20 @@ fn documented_defaults_are_the_binarys() {
 #[test]
 fn file_in_a_parent_applies_and_flags_win() {
     let t = tempfile::tempdir().expect("tempdir");
-    fs::write(
-        t.path().join("artifact-check.toml"),
-        "fail-on = \"warning\"\n",
-    )
-    .expect("write");
+    fs::write(t.path().join("artifact-check.toml"), "fail-on = \"info\"\n").expect("write");
     let sub = t.path().join("a/b");
     fs::create_dir_all(&sub).expect("mkdir");
     let clean = run_dir("clean").display().to_string();
     let (_, _, code) = in_dir(&sub, &[&clean]);
-    assert_eq!(code, 1, "fail-on = warning from the file");
+    assert_eq!(code, 1, "fail-on = info from the file");
     let (_, _, code) = in_dir(&sub, &["--fail-on", "error", &clean]);
     assert_eq!(code, 0, "the flag wins");
     let (stdout, _, _) = in_dir(&sub, &["config"]);
-    assert!(stdout.contains("fail-on = \"warning\""));
+    assert!(stdout.contains("fail-on = \"info\""));
     fs::write(
         t.path().join("artifact-check.toml"),
-        "fail-on = \"warning\"\nignore = [\"phase-window-overlap\"]\n",
+        "fail-on = \"info\"\nignore = [\"aiperf-version-advisory\", \"phase-window-overlap\", \
+         \"cache-rate-unknown\"]\n",
     )
     .expect("write");
     let (_, _, code) = in_dir(&sub, &[&clean]);

@@ -35,7 +35,8 @@ fn paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
             for (k, x) in map {
                 let key = match prefix.rsplit('.').next() {
                     Some("phases") if prefix.ends_with("runs[].phases") => "<kind>",
-                    Some("noise") => "<metric>",
+                    Some("noise") | Some("readings") => "<metric>",
+                    Some("unknown_labels") => "<label>",
                     Some("findings") if prefix == "summary.findings" => "<severity>",
                     _ => k.as_str(),
                 };
@@ -45,7 +46,10 @@ fn paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
                     format!("{prefix}.{key}")
                 };
                 out.insert(p.clone());
-                if k != "expected" && k != "found" && k != "buckets" {
+                // Expected/found are free-form; buckets and a row's or a
+                // finding's series labels are keyed by the data.
+                let free = ["expected", "found", "buckets", "series"];
+                if !free.contains(&k.as_str()) {
                     paths(x, &p, out);
                 }
             }

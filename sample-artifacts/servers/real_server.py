@@ -381,21 +381,22 @@ class DynamoDeployment(Deployment):
         return "prefill" if worker is self.prefill else "decode"
 
     def on_scheduled(self, req):
-        # The prefill worker computes the prompt (its cache hits are real);
-        # the decode worker receives the KV and queries its cache for the
-        # prompt without local hits.
-        p, d = self.prefill.engine, self.decode.engine
-        pl, dl = p.labels(0), d.labels(0)
+        # The prefill worker schedules and computes the prompt (its cache
+        # hits are real).
+        p, pl = self.prefill.engine, self.prefill.engine.labels(0)
         req.count(p.queries, pl, req.prompt, role="prefill")
         req.count(p.hits, pl, req.cached, role="prefill")
-        req.count(d.queries, dl, req.prompt, role="decode")
-        req.count(d.hits, dl, 0, role="decode")
         # vLLM increments the deprecated gpu_prefix_cache_* beside them.
         p.gpu_queries.inc(pl, req.prompt)
         p.gpu_hits.inc(pl, req.cached)
-        d.gpu_queries.inc(dl, req.prompt)
 
     def on_prefilled(self, req, times):
+        # The decode worker schedules the request once the prefill worker's
+        # KV has arrived: it queries its cache then, without local hits.
+        d, dl = self.decode.engine, self.decode.engine.labels(0)
+        req.count(d.queries, dl, req.prompt, role="decode")
+        req.count(d.hits, dl, 0, role="decode")
+        d.gpu_queries.inc(dl, req.prompt)
         p, labels = self.prefill.engine, self.prefill.engine.labels(0)
         req.count(p.prompt_tokens, labels, req.prompt, role="prefill")
         req.observe(p.h_ttft, labels, times["prefill_done"], role="prefill")
@@ -426,7 +427,7 @@ class DynamoDeployment(Deployment):
         f.output_tokens.inc(m, 1)
         f.h_itl.observe(m, itl)
         d, dl = self.decode.engine, self.decode.engine.labels(0)
-        d.generation_tokens.inc(dl, 1)
+        req.count(d.generation_tokens, dl, 1, role="decode")
         d.h_tpot.observe(dl, itl)
 
     def on_finish(self, req, times):

@@ -102,7 +102,7 @@ pub fn is_run_dir(dir: &Path) -> bool {
 enum Opened {
     Missing,
     File(File, u64),
-    Problem(Finding),
+    Problem(Box<Finding>),
 }
 
 /// Opens `name` in the run directory. A symlink is followed, but one that
@@ -134,7 +134,7 @@ fn open(dir: &Path, name: &str) -> Opened {
     let meta = match fs::symlink_metadata(&path) {
         Ok(m) => m,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Opened::Missing,
-        Err(e) => return Opened::Problem(unreadable(name, &e.to_string())),
+        Err(e) => return Opened::Problem(Box::new(unreadable(name, &e.to_string()))),
     };
     if meta.file_type().is_symlink() {
         // Follow it, but say so: the audit then reads outside the run directory.
@@ -142,23 +142,24 @@ fn open(dir: &Path, name: &str) -> Opened {
             .map(|t| t.display().to_string())
             .unwrap_or_default();
         if fs::metadata(&path).is_err() {
-            return Opened::Problem(unreadable(name, &format!("dangling symlink to {target}")));
+            let why = format!("dangling symlink to {target}");
+            return Opened::Problem(Box::new(unreadable(name, &why)));
         }
     }
     if path.is_dir() {
-        return Opened::Problem(unreadable(name, "is a directory, not a file"));
+        return Opened::Problem(Box::new(unreadable(name, "is a directory, not a file")));
     }
     match File::open(&path) {
         Ok(f) => {
             let len = f.metadata().map(|m| m.len()).unwrap_or(0);
             if len == 0 {
-                return Opened::Problem(
+                return Opened::Problem(Box::new(
                     Finding::new(reading::EMPTY_FILE, format!("{name} is empty")).file(name),
-                );
+                ));
             }
             Opened::File(f, len)
         }
-        Err(e) => Opened::Problem(unreadable(name, &e.to_string())),
+        Err(e) => Opened::Problem(Box::new(unreadable(name, &e.to_string()))),
     }
 }
 
@@ -170,6 +171,30 @@ fn unreadable(name: &str, why: &str) -> Finding {
     .file(name)
 }
 
+/// Reads a JSON-lines artifact with `read`; a missing file is `None`, an
+/// unreadable one a finding.
+fn read_lines<T>(
+    dir: &Path,
+    name: &str,
+    findings: &mut Vec<Finding>,
+    read: impl FnOnce(&mut File, u64) -> io::Result<T>,
+) -> Option<T> {
+    match open_noting_links(dir, name, findings) {
+        Opened::Missing => None,
+        Opened::Problem(p) => {
+            findings.push(*p);
+            None
+        }
+        Opened::File(mut file, len) => match read(&mut file, len) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                findings.push(unreadable(name, &e.to_string()));
+                None
+            }
+        },
+    }
+}
+
 fn read_json<T>(
     dir: &Path,
     name: &str,
@@ -179,7 +204,7 @@ fn read_json<T>(
     let (mut file, len) = match open_noting_links(dir, name, findings) {
         Opened::Missing => return None,
         Opened::Problem(f) => {
-            findings.push(f);
+            findings.push(*f);
             return None;
         }
         Opened::File(f, len) => (f, len),
@@ -248,34 +273,13 @@ pub fn load(dir: &Path) -> RunArtifacts {
     run.summary = read_json(dir, summary::FILE, f, summary::Summary::parse);
     run.server = read_json(dir, server_metrics::FILE, f, typed);
     run.manifest = read_json(dir, MANIFEST_FILE, f, typed);
-    run.records = match open_noting_links(dir, records::FILE, f) {
-        Opened::Missing => None,
-        Opened::Problem(p) => {
-            f.push(p);
-            None
-        }
-        Opened::File(mut file, len) => match records::read_sized(&mut file, Some(len)) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                f.push(unreadable(records::FILE, &e.to_string()));
-                None
-            }
-        },
-    };
-    run.scrapes = match open_noting_links(dir, scrapes::FILE, f) {
-        Opened::Missing => None,
-        Opened::Problem(p) => {
-            f.push(p);
-            None
-        }
-        Opened::File(file, _) => match scrapes::read_from(file) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                f.push(unreadable(scrapes::FILE, &e.to_string()));
-                None
-            }
-        },
-    };
+    run.records = read_lines(dir, records::FILE, f, |file, len| {
+        records::read_sized(file, Some(len))
+    });
+    run.scrapes = read_lines(dir, scrapes::FILE, f, |file, _| scrapes::read_from(file));
+    if let (Some(sc), Some(server)) = (run.scrapes.as_mut(), run.server.as_ref()) {
+        sc.cumulative = server.cumulative_families();
+    }
     if let Some(r) = run.records.as_mut() {
         f.append(&mut r.findings);
     }

@@ -4,7 +4,7 @@
 //! histogram increments can be placed in time and attributed to requests,
 //! which is what lets the phase check repair a contaminated split.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 
 use serde::Deserialize;
@@ -47,8 +47,11 @@ impl Sample {
 pub struct Scrape {
     /// Endpoint URL.
     pub endpoint_url: String,
-    /// Scrape time (ns).
+    /// Scrape time (ns): when the answer's first byte arrived.
     pub timestamp_ns: u64,
+    /// When the scrape request was sent (ns; AIPerf 0.13 and later).
+    #[serde(default)]
+    pub request_sent_ns: Option<u64>,
     /// The phase AIPerf tagged this scrape with, if any.
     #[serde(default)]
     pub benchmark_phase: Option<String>,
@@ -61,6 +64,12 @@ pub struct Scrape {
 }
 
 impl Scrape {
+    /// Send order: by the time each request was sent, where known, else by
+    /// arrival ([`state_order`] decides whether it is the state order).
+    pub fn order_key(&self) -> (u64, u64) {
+        (self.request_sent_ns.unwrap_or(self.timestamp_ns), self.line)
+    }
+
     /// The samples of a family, found by its name with or without `_total`
     /// (prometheus_client strips it from counter families, AIPerf keeps it).
     pub fn samples(&self, name: &str) -> Option<&Vec<Sample>> {
@@ -78,6 +87,102 @@ pub struct ScrapesRead {
     pub scrapes: Vec<Scrape>,
     /// Problems.
     pub findings: Vec<Finding>,
+    /// The families the export types as counters or histograms (canonical
+    /// names), set once the export is read: what only grows, and so what
+    /// tells the state order. Empty: histogram counts alone tell it.
+    pub cumulative: BTreeSet<String>,
+}
+
+impl ScrapesRead {
+    /// The scrapes of each endpoint in state order ([`state_order`]), with
+    /// the latest time each one's state can be from.
+    pub fn by_endpoint(&self) -> BTreeMap<&str, Vec<(&Scrape, u64)>> {
+        let mut out: BTreeMap<&str, Vec<(&Scrape, u64)>> = BTreeMap::new();
+        for s in &self.scrapes {
+            out.entry(s.endpoint_url.as_str())
+                .or_default()
+                .push((s, s.timestamp_ns));
+        }
+        for list in out.values_mut() {
+            state_order(list, &self.cumulative);
+        }
+        out
+    }
+
+    /// One endpoint's scrapes in state order.
+    pub fn of_endpoint(&self, endpoint: &str) -> Vec<(&Scrape, u64)> {
+        let mut list: Vec<(&Scrape, u64)> = self
+            .scrapes
+            .iter()
+            .filter(|s| s.endpoint_url == endpoint)
+            .map(|s| (s, s.timestamp_ns))
+            .collect();
+        state_order(&mut list, &self.cumulative);
+        list
+    }
+}
+
+/// Whether a family only grows: typed so by the export, or (without types)
+/// a histogram.
+fn grows(cumulative: &BTreeSet<String>, family: &str, sample: &Sample) -> bool {
+    if cumulative.is_empty() {
+        sample.count.is_some()
+    } else {
+        cumulative.contains(crate::frameworks::canonical(family))
+    }
+}
+
+/// How many cumulative series go down along an order.
+fn drops(list: &[(&Scrape, u64)], cumulative: &BTreeSet<String>) -> usize {
+    list.windows(2)
+        .map(|w| {
+            let (a, b) = (w[0].0, w[1].0);
+            b.metrics
+                .iter()
+                .flat_map(|(fam, samples)| samples.iter().map(move |x| (fam, x)))
+                .filter(|(fam, x)| grows(cumulative, fam, x))
+                .filter(|(fam, x)| {
+                    let before = a
+                        .metrics
+                        .get(*fam)
+                        .and_then(|ys| ys.iter().find(|y| y.labels == x.labels)?.cumulative());
+                    matches!((before, x.cumulative()), (Some(p), Some(v)) if v < p)
+                })
+                .count()
+        })
+        .sum()
+}
+
+/// Sorts one endpoint's scrapes into state order and sets each one's state
+/// time. A server snapshots its state somewhere between receiving a scrape
+/// and answering it, so two scrapes in flight together can be answered out
+/// of order either way: a server that snapshots on receipt and answers
+/// late puts the later-sent one first; one that is slow to start handling
+/// snapshots late. Counters and histograms only grow, so of the two orders
+/// (by the answer's arrival, by send time) the one along which fewer of
+/// their series go down is the state order; ties keep arrival order. In
+/// send order a scrape's state time is lowered to the earliest answer of
+/// any scrape sent after it.
+pub fn state_order(list: &mut [(&Scrape, u64)], cumulative: &BTreeSet<String>) {
+    list.sort_by_key(|(s, _)| (s.timestamp_ns, s.line));
+    let mut sent: Vec<(&Scrape, u64)> = list.to_vec();
+    sent.sort_by_key(|(s, _)| s.order_key());
+    let differs = sent
+        .iter()
+        .zip(list.iter())
+        .any(|(a, b)| a.0.line != b.0.line);
+    if differs && drops(&sent, cumulative) < drops(list, cumulative) {
+        list.copy_from_slice(&sent);
+        let mut earliest_after = u64::MAX;
+        for (s, t) in list.iter_mut().rev() {
+            *t = s.timestamp_ns.min(earliest_after);
+            earliest_after = *t;
+        }
+    } else {
+        for (s, t) in list.iter_mut() {
+            *t = s.timestamp_ns;
+        }
+    }
 }
 
 /// Reads the raw-scrape JSON lines. Bad lines become findings.

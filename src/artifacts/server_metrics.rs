@@ -199,6 +199,18 @@ impl ServerMetricsExport {
             .any(|(_, f)| matches!(f.kind, MetricType::Counter | MetricType::Histogram))
     }
 
+    /// The canonical names of the families either phase types as counters
+    /// or histograms: what only grows.
+    pub fn cumulative_families(&self) -> std::collections::BTreeSet<String> {
+        [Some(&self.metrics), self.warmup_metrics.as_ref()]
+            .into_iter()
+            .flatten()
+            .flat_map(|fams| fams.iter())
+            .filter(|(_, f)| matches!(f.kind, MetricType::Counter | MetricType::Histogram))
+            .map(|(name, _)| crate::frameworks::canonical(name).to_string())
+            .collect()
+    }
+
     /// A window from `summary.phase_time_ranges`.
     pub fn window(&self, phase: &str) -> Option<Window> {
         self.summary.phase_time_ranges.get(phase).copied()

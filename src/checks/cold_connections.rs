@@ -345,7 +345,11 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
     let mut connection_overhead_share = None;
     if all_cold && c.records > 0 {
         connection_overhead_share = overhead_share(&cold);
-        findings.push(all_cold_finding(&c, connection_overhead_share));
+        findings.push(all_cold_finding(
+            &c,
+            connection_overhead_share,
+            ctx.settings.cold.bias_pct,
+        ));
     } else if c.warm > 0 && c.warm < s.min_warm && reason.is_none() {
         reason = Some(format!(
             "only {} warm profiling record(s), fewer than {}: too few to tell the bias",
@@ -428,7 +432,10 @@ fn effects(
     (metrics, noise)
 }
 
-fn all_cold_finding(c: &Counts, overhead: Option<f64>) -> Finding {
+/// Every request cold: a warning when the connection overhead is large
+/// enough to bias what is published (or unknown), info when DNS + connect
+/// are below the bias threshold of the request latency (verified harmless).
+fn all_cold_finding(c: &Counts, overhead: Option<f64>, bias_pct: f64) -> Finding {
     let share = overhead
         .map(|x| {
             format!(
@@ -437,7 +444,7 @@ fn all_cold_finding(c: &Counts, overhead: Option<f64>) -> Finding {
             )
         })
         .unwrap_or_default();
-    Finding::new(
+    let mut f = Finding::new(
         ALL_CONNECTIONS_COLD,
         format!(
             "every one of the {} classified profiling requests opened a new connection (a \
@@ -454,7 +461,15 @@ fn all_cold_finding(c: &Counts, overhead: Option<f64>) -> Finding {
         "connection_overhead_share",
         overhead.unwrap_or(f64::NAN) * 100.0,
         Unit::Percent,
-    )
+    );
+    if overhead.is_some_and(|x| x * 100.0 < bias_pct) {
+        f.severity = crate::findings::Severity::Info;
+        f.message.push_str(&format!(
+            "; that is below the {bias_pct} % bias threshold, so the cold connections do not \
+             move the published latencies beyond tolerance"
+        ));
+    }
+    f
 }
 
 /// One metric's all vs warm-only statistics, its noise test and its bias

@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use serde::Serialize;
 
 use crate::artifacts::records::{Phase, Record};
-use crate::artifacts::scrapes::Scrape;
+use crate::artifacts::scrapes::ScrapesRead;
 use crate::frameworks::ObservedAt;
 use crate::stats::{le_text, le_value, Percentiles};
 
@@ -69,22 +69,39 @@ fn le_key(le: f64) -> u64 {
 }
 
 /// The cumulative series of `family` (with or without `_total`) on
-/// `endpoint`, summed over the samples whose labels `keep` accepts, in time
-/// order. A scrape without the family, or with a kept sample that lacks its
-/// value, is left out.
+/// `endpoint`, summed over the samples whose labels `keep` accepts, in state
+/// order, each at the latest time its state can be from. Scrapes before the
+/// family's first appearance count 0 (its series did not exist yet); a
+/// later scrape without it, or with a kept sample that lacks its value, is
+/// left out.
 pub fn cumulative(
-    scrapes: &[Scrape],
+    scrapes: &ScrapesRead,
     endpoint: &str,
     family: &str,
     keep: impl Fn(&BTreeMap<String, String>) -> bool,
 ) -> Vec<Point> {
-    let mut pts: Vec<Point> = scrapes
+    let ordered = scrapes.of_endpoint(endpoint);
+    // Before the family's first appearance on the endpoint it had no series
+    // yet (a labelled series exists from its first observation on): 0.
+    let first = ordered
         .iter()
-        .filter(|s| s.endpoint_url == endpoint)
-        .filter_map(|s| {
+        .position(|(s, _)| s.samples(family).is_some());
+    ordered
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, (s, t))| {
+            if first.is_some_and(|f| i < f) {
+                return Some(Point {
+                    t,
+                    line: s.line,
+                    count: 0.0,
+                    sum: Some(0.0),
+                    buckets: BTreeMap::new(),
+                });
+            }
             let ss = s.samples(family)?;
             let mut p = Point {
-                t: s.timestamp_ns,
+                t,
                 line: s.line,
                 count: 0.0,
                 sum: Some(0.0),
@@ -104,9 +121,7 @@ pub fn cumulative(
             }
             Some(p)
         })
-        .collect();
-    pts.sort_by_key(|p| p.t);
-    pts
+        .collect()
 }
 
 /// The first scrape must predate every request, or the increments before
@@ -167,7 +182,9 @@ pub fn candidates(records: &[Record], at: ObservedAt, slack: u64) -> Vec<Candida
     let mut cands: Vec<Candidate> = Vec::with_capacity(records.len());
     cands.extend(records.iter().filter(|r| r.is_success()).map(|r| {
         let (event, known) = match at {
-            ObservedAt::Arrival => (r.request_start_ns, true),
+            // Scheduling follows arrival by the queue time: an observation
+            // after the arrival is taken as late, never early.
+            ObservedAt::Arrival | ObservedAt::Scheduled => (r.request_start_ns, true),
             ObservedAt::FirstToken => match r.first_token_ns() {
                 Some(t) => (t, true),
                 None => (r.request_end_ns, false),

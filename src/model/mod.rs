@@ -4,14 +4,19 @@
 //! [`RunModel`] is built once from the parsed artifacts and shared by every
 //! check: per phase kind (`warmup`, `profiling`; a run with several profiling
 //! phases aggregates them, as AIPerf's top-level server metrics do) the
-//! configured and realised request counts and the windows. Beside it, the
-//! domain rules the checks share: a request's connection temperature
+//! configured and realised request counts and the windows; the role of each
+//! scrape endpoint and the resets of its counters ([`resets`]). Beside it,
+//! the domain rules the checks share: a request's connection temperature
 //! ([`connection`]), the clients' cache hit rate ([`cache`]), which records a
-//! published number is computed over ([`selection`]).
+//! published number is computed over ([`selection`]), which server series
+//! together see every request once ([`observers`]), and how raw-scrape
+//! increments are given to requests ([`attribution`]).
 
 pub mod attribution;
 pub mod cache;
 pub mod connection;
+pub mod observers;
+pub mod resets;
 pub mod selection;
 
 use serde::Serialize;
@@ -56,6 +61,16 @@ pub struct RunModel {
     pub warmup: Option<PhaseModel>,
     /// Profiling.
     pub profiling: PhaseModel,
+    /// The role of each scrape endpoint (`prefill`, `decode`, `frontend`),
+    /// where its series say ([`observers::endpoint_roles`]).
+    #[serde(skip)]
+    pub endpoint_roles: std::collections::BTreeMap<String, String>,
+    /// Resets of cumulative series in the raw scrapes ([`resets::detect`]).
+    #[serde(skip)]
+    pub resets: Vec<resets::Reset>,
+    /// Cumulative series born mid-run ([`resets::births`]).
+    #[serde(skip)]
+    pub births: Vec<resets::Birth>,
 }
 
 impl RunModel {
@@ -122,10 +137,22 @@ impl RunModel {
             || warmup.configured_duration_s.is_some()
             || warmup.records.is_some_and(|n| n > 0)
             || warmup.server_window_ns.is_some();
+        let endpoint_roles = run
+            .server
+            .as_ref()
+            .map(observers::endpoint_roles)
+            .unwrap_or_default();
+        let (resets, births) = match (run.scrapes.as_ref(), run.server.as_ref()) {
+            (Some(sc), Some(server)) => (resets::detect(sc, server), resets::births(sc, server)),
+            _ => (Vec::new(), Vec::new()),
+        };
         RunModel {
             aiperf_version,
             warmup: has_warmup.then_some(warmup),
             profiling,
+            endpoint_roles,
+            resets,
+            births,
         }
     }
 

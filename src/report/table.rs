@@ -196,11 +196,18 @@ fn findings_table(findings: &[Finding], opts: Options) -> Table {
     let mut t = table();
     t.set_header(["severity", "code", "where", "finding"]);
     for f in findings {
-        let loc = match (&f.file, f.line) {
+        let mut loc = match (&f.file, f.line) {
             (Some(file), Some(line)) => format!("{file}:{line}"),
             (Some(file), None) => file.clone(),
             _ => String::new(),
         };
+        if let Some(m) = &f.metric {
+            loc.push_str(&format!("\n{m}"));
+            if let Some(s) = f.series.as_ref().filter(|s| !s.is_empty()) {
+                let labels: Vec<String> = s.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+                loc.push_str(&format!("{{{}}}", labels.join(",")));
+            }
+        }
         let mut msg = f.message.clone();
         if !f.effect.is_empty() {
             let e: Vec<String> = f

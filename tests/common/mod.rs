@@ -15,9 +15,18 @@ pub const RUNS: &[&str] = &[
     "boundary-race",
     "clean",
     "cold-tls",
+    "dynamo-disagg",
+    "dynamo-late-decode",
     "late-warmup",
     "prefix-cache",
     "prefix-cache-boundary",
+    "sglang-dp-attention",
+    "sglang-lazy-series",
+    "trtllm",
+    "vllm-dp",
+    "vllm-dp-late-engine",
+    "vllm-out-of-order",
+    "vllm-restart",
 ];
 
 pub fn root() -> PathBuf {

@@ -1,25 +1,34 @@
-//! Diagnosis: a mismatched metric turned into findings that name the cause
-//! and the size of the effect.
+//! Diagnosis: a mismatched observer turned into findings that name the
+//! cause, the evidence for it and the size of the effect.
 
+use super::classify::Classification;
+use super::evidence::Evidence;
 use super::{
-    Expected, Windows, LATE_WARMUP_OBSERVATION, PROFILING_LOST_TO_WARMUP, UNEXPLAINED_DEFICIT,
-    UNEXPLAINED_EXCESS,
+    Expected, Windows, COUNTED_IN_BOTH, LATE_WARMUP_OBSERVATION, PROFILING_LOST_TO_WARMUP,
+    UNEXPLAINED_DEFICIT, UNEXPLAINED_EXCESS, WARMUP_ABSORBED,
 };
 use crate::artifacts::records::Phase;
 use crate::artifacts::server_metrics;
 use crate::findings::{Code, Finding, Severity, Unit};
 use crate::frameworks::ObservedAt;
 use crate::model::attribution::Attribution;
+use crate::model::observers::Labels;
 use crate::stats::{bias_pct, Percentiles, Stat};
 
-/// A mismatched metric, turned into findings.
+/// A mismatched observer, turned into findings.
 pub struct Problem {
     /// Metric name.
     pub metric: String,
     /// When the server observes it.
     pub observed_at: ObservedAt,
-    /// Its series' role, if any.
+    /// The endpoint, when the observer lives on one.
+    pub endpoint: Option<String>,
+    /// The endpoint's role, if any.
     pub role: Option<String>,
+    /// The labels singling the observer out.
+    pub series: Labels,
+    /// Profiling and warmup classifications.
+    pub classes: [Classification; 2],
     /// Expected profiling count.
     pub exp_p: Option<Expected>,
     /// Expected warmup count.
@@ -44,6 +53,11 @@ pub struct Problem {
     /// Without an exact repair: the largest bias the profiling percentiles
     /// can have over the truth inside their bounds.
     pub percentile_worst_p: Option<(Stat, f64)>,
+    /// The evidence the classification used.
+    pub evidence: Evidence,
+    /// The one partition (e.g. `engine="1"`) whose counts differ from the
+    /// control's, when the control can tell.
+    pub partition: Option<Labels>,
 }
 
 fn range(e: Option<Expected>) -> String {
@@ -56,6 +70,12 @@ fn range(e: Option<Expected>) -> String {
 
 fn num(x: Option<f64>) -> String {
     x.map(|v| format!("{v}")).unwrap_or_else(|| "?".into())
+}
+
+/// Labels in Prometheus notation.
+pub fn label_text(l: &Labels) -> String {
+    let parts: Vec<String> = l.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+    format!("{{{}}}", parts.join(","))
 }
 
 /// The effect names of the bucket-estimated percentiles: exact bias after an
@@ -78,7 +98,7 @@ fn severity(profiling_hit: bool, code: Code) -> Severity {
 
 /// What every finding of one problem says besides its cause.
 struct Context {
-    /// `metric (role r)`.
+    /// `metric on endpoint (role r) {series}`.
     name: String,
     /// The split, in words.
     split: String,
@@ -90,54 +110,46 @@ impl Problem {
     /// The findings this mismatch makes: its cause, with its size.
     pub fn findings(&self, control: Option<&str>, w: &Windows) -> Vec<Finding> {
         let Some(dp) = self.dp else {
-            return Vec::new();
+            return self
+                .dw
+                .and_then(|dw| {
+                    let cx = self.context(control, 0.0, dw);
+                    self.one_sided(&cx, Phase::Warmup, dw, None)
+                })
+                .into_iter()
+                .collect();
         };
         let dw = self.dw.unwrap_or(0.0);
         let cx = self.context(control, dp, dw);
         let overlap = w.overlap_ms.filter(|o| *o > 0.0);
-        if dp > 0.0 && dw < 0.0 {
+        if self.classes[0] == Classification::LateWarmupObservation {
             let k = dp.min(-dw);
             let what = format!(
                 "{k} warmup observation(s) published after the end-of-warmup scrape were \
                  counted in profiling (this metric is observed at {})",
                 self.observed_at.as_str()
             );
-            vec![self.finding(&cx, LATE_WARMUP_OBSERVATION, what, true)]
-        } else if dp < 0.0 && dw > 0.0 {
+            return vec![self.finding(&cx, LATE_WARMUP_OBSERVATION, what, true)];
+        }
+        if self.classes[0] == Classification::ProfilingLostToWarmup {
             let k = (-dp).min(dw);
             let why = overlap
-                .map(|o| {
-                    format!("; the end-of-warmup scrape came {o:.1} ms after profiling started")
-                })
+                .map(|o| format!("; the warmup window closes {o:.1} ms after profiling started"))
                 .unwrap_or_default();
             let what = format!(
                 "{k} profiling observation(s) (observed at {}) were published before the \
                  end-of-warmup scrape and counted in warmup{why}",
                 self.observed_at.as_str()
             );
-            vec![self.finding(&cx, PROFILING_LOST_TO_WARMUP, what, true)]
-        } else if dp > 0.0 && dw > 0.0 {
-            // Both phases over: the same observations counted twice.
-            let cause = match overlap {
-                Some(o) => format!(
-                    "the phase windows overlap by {o:.1} ms, so observations made in the overlap \
-                     are counted in both phases"
-                ),
-                None => "observations counted in both phases, or foreign traffic".into(),
-            };
-            let what = format!(
-                "profiling has {dp} and warmup {dw} more observation(s) than requests: {cause}"
-            );
-            vec![self.finding(&cx, UNEXPLAINED_EXCESS, what, true)]
-        } else {
-            [(Phase::Profiling, dp), (Phase::Warmup, dw)]
-                .into_iter()
-                .filter_map(|(phase, d)| self.one_sided(&cx, phase, d, overlap))
-                .collect()
+            return vec![self.finding(&cx, PROFILING_LOST_TO_WARMUP, what, true)];
         }
+        [(Phase::Profiling, dp), (Phase::Warmup, dw)]
+            .into_iter()
+            .filter_map(|(phase, d)| self.one_sided(&cx, phase, d, overlap))
+            .collect()
     }
 
-    /// A phase off with no matching deviation in the other.
+    /// A phase off with no mirror deviation in the other.
     fn one_sided(
         &self,
         cx: &Context,
@@ -146,44 +158,107 @@ impl Problem {
         overlap: Option<f64>,
     ) -> Option<Finding> {
         let hit = phase == Phase::Profiling;
-        if d > 0.0 {
-            let cause = match overlap {
-                Some(o) => format!(
-                    "the phase windows overlap by {o:.1} ms, so observations made in \
-                     the overlap are counted in both phases (or foreign traffic reached \
-                     the server)"
-                ),
-                None => "foreign traffic reached the server, or the same observations \
-                         were counted twice"
-                    .into(),
-            };
-            let what = format!(
-                "{phase} has {d} more observation(s) than requests with no matching deficit: {cause}"
-            );
-            Some(self.finding(cx, UNEXPLAINED_EXCESS, what, hit))
-        } else if d < 0.0 {
-            let what = format!(
-                "{phase} has {} fewer observation(s) than requests with no matching \
-                 excess: observations published after the final scrape, requests \
-                 the server never counted, or a counter reset",
-                -d
-            );
-            Some(self.finding(cx, UNEXPLAINED_DEFICIT, what, hit))
-        } else {
-            None
+        let class = self.classes[usize::from(!hit)];
+        match class {
+            Classification::WarmupAbsorbed => {
+                let why = match &self.evidence.absorbed {
+                    Some((n, baseline)) => format!(
+                        "AIPerf's profiling baseline {baseline}, and {n} warmup observation(s) \
+                         come after it"
+                    ),
+                    None => format!(
+                        "the excess is exactly the warmup's {} observation(s): the profiling \
+                         delta starts at warmup start",
+                        num(self.evidence.warmup_total)
+                    ),
+                };
+                let what = format!(
+                    "profiling counts {d} warmup observation(s) too (observed at {}): {why}",
+                    self.observed_at.as_str()
+                );
+                Some(self.finding(cx, WARMUP_ABSORBED, what, true))
+            }
+            Classification::CountedInBoth => {
+                let why = self
+                    .evidence
+                    .double
+                    .as_ref()
+                    .map(|(n, scrape)| {
+                        format!(
+                            "AIPerf's end-of-warmup scrape {scrape}, after {n} profiling \
+                             observation(s)"
+                        )
+                    })
+                    .unwrap_or_default();
+                let what = format!(
+                    "warmup counts {d} profiling observation(s) too (observed at {}; profiling \
+                     counts them as well): {why}. Only the warmup figures are wrong",
+                    self.observed_at.as_str()
+                );
+                Some(self.finding(cx, COUNTED_IN_BOTH, what, false))
+            }
+            _ if d > 0.0 => {
+                let cause = match overlap {
+                    Some(o) => format!(
+                        "the warmup window closes {o:.1} ms after profiling starts, but \
+                         the requests and scrapes cannot account for this many (foreign \
+                         traffic, or observations counted twice)"
+                    ),
+                    None => "foreign traffic reached the server, or the same observations \
+                             were counted twice"
+                        .into(),
+                };
+                let what = format!(
+                    "{phase} has {d} more observation(s) than requests with no matching \
+                     deficit: {cause}"
+                );
+                Some(self.finding(cx, UNEXPLAINED_EXCESS, what, hit))
+            }
+            _ if d < 0.0 => {
+                let what = format!(
+                    "{phase} has {} fewer observation(s) than requests with no matching \
+                     excess: observations published after the final scrape, requests \
+                     the server never counted, or a counter reset",
+                    -d
+                );
+                Some(self.finding(cx, UNEXPLAINED_DEFICIT, what, hit))
+            }
+            _ => None,
         }
     }
 
+    /// The labels a finding names: the partition the control singles out,
+    /// else the observer's.
+    fn named_series(&self) -> Labels {
+        let mut l = self.series.clone();
+        if let Some(p) = &self.partition {
+            l.remove("replica");
+            l.extend(p.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        l
+    }
+
     fn context(&self, control: Option<&str>, dp: f64, dw: f64) -> Context {
-        let role = self
-            .role
-            .as_deref()
-            .map(|r| format!(" (role {r})"))
-            .unwrap_or_default();
+        let mut name = self.metric.clone();
+        if let Some(ep) = &self.endpoint {
+            name.push_str(&format!(" on {ep}"));
+        }
+        if let Some(r) = &self.role {
+            name.push_str(&format!(" ({r})"));
+        }
+        let series = self.named_series();
+        if !series.is_empty() {
+            name.push_str(&format!(" {}", label_text(&series)));
+        }
         let control_note = match control {
             Some(c) if c != self.metric => format!(
                 " {c} splits exactly (control), so the request counts are right and the \
-                 mismatch is this metric's."
+                 mismatch is this metric's{}.",
+                if self.partition.is_some() {
+                    ", on this series only"
+                } else {
+                    ""
+                }
             ),
             _ => String::new(),
         };
@@ -210,7 +285,7 @@ impl Problem {
             })
             .unwrap_or_default();
         Context {
-            name: format!("{}{role}", self.metric),
+            name,
             split,
             control_note,
             repair,
@@ -232,9 +307,14 @@ impl Problem {
         )
         .file(server_metrics::FILE)
         .field(format!("metrics[\"{}\"]", self.metric))
+        .metric(self.metric.clone())
+        .series(self.named_series())
         .expected_found(&expected, &found)
         .effect("profiling_delta", dp, Unit::Count)
         .effect("warmup_delta", dw, Unit::Count);
+        if let Some(ep) = &self.endpoint {
+            f = f.endpoint(ep.clone());
+        }
         if let Some(b) = self.exp_p.map(|e| e.max as f64).filter(|b| *b > 0.0) {
             f = f.effect("profiling_count_inflation", dp / b * 100.0, Unit::Percent);
         }

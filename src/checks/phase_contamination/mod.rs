@@ -19,7 +19,9 @@
 //! sums, averages and percentile estimates, silently (seed 000).
 
 mod classify;
+mod compare;
 mod diagnose;
+mod evidence;
 mod resets;
 mod windows;
 
@@ -31,15 +33,19 @@ use serde::Serialize;
 
 use super::{Check, CheckOutput, CheckReport, CheckStatus, Ctx, Detail};
 use crate::artifacts::records::Phase;
-use crate::artifacts::server_metrics::{self, lookup, Family, MetricType, Series};
+use crate::artifacts::server_metrics::{self, lookup, Family, MetricType};
 use crate::findings::Finding;
-use crate::frameworks::{role_of, Framework, ObservedAt, RequestScoped, REQUEST_SCOPED};
+use crate::frameworks::{canonical, Framework, ObservedAt, RequestScoped, REQUEST_SCOPED};
 pub use crate::model::attribution::Corrected;
-use crate::model::attribution::{self, Attribution, Candidate, Exactness};
-use crate::stats::{merge_buckets, remove_observations, Percentiles, Stat};
-use classify::classify;
+use crate::model::attribution::{self, Attribution, Candidate};
+use crate::model::observers::{
+    observers, Expectation, Labels, Observer, Observers, ReadingSummary,
+};
+use crate::stats::{remove_observations, Percentiles, Stat};
 pub use classify::Classification;
+use compare::{localise, Comparison, PartitionCounts};
 use diagnose::Problem;
+use evidence::Evidence;
 
 /// The check.
 pub const CHECK: Check = Check {
@@ -53,8 +59,12 @@ crate::define_codes! { "phase_contamination";
         "Warmup observations were counted in profiling (profiling +k, warmup -k)"),
     PROFILING_LOST_TO_WARMUP => ("profiling-lost-to-warmup", Error,
         "Profiling observations were counted in warmup (profiling -k, warmup +k)"),
+    WARMUP_ABSORBED => ("warmup-absorbed", Error,
+        "Profiling counts warmup observations too: AIPerf's profiling baseline predates them"),
+    COUNTED_IN_BOTH => ("counted-in-both", Warning,
+        "Warmup counts profiling observations too: they came while the warmup window was open"),
     PHASE_WINDOW_OVERLAP => ("phase-window-overlap", Warning,
-        "The warmup window closes after profiling has started"),
+        "The warmup window closes after profiling has started (info when every count splits exactly)"),
     UNEXPLAINED_EXCESS => ("unexplained-excess", Error,
         "A phase holds more observations than it had requests, with no matching deficit"),
     UNEXPLAINED_DEFICIT => ("unexplained-deficit", Error,
@@ -63,6 +73,8 @@ crate::define_codes! { "phase_contamination";
         "A counter's profiling timeslices start before profiling started"),
     COUNTER_RESET => ("counter-reset", Error,
         "A cumulative server metric went down: the server restarted or the series was reset"),
+    SERIES_CREATED_MID_PHASE => ("series-created-mid-phase", Error,
+        "A server series first appeared inside a phase: AIPerf's delta misses the value that created it"),
     AIPERF_VERSION_ADVISORY => ("aiperf-version-advisory", Info,
         "This AIPerf version takes the end-of-warmup scrape without a flush barrier"),
     PHASE_CHECK_UNKNOWN => ("phase-check-unknown", Info,
@@ -104,7 +116,8 @@ impl Expected {
     }
 }
 
-/// One metric (summed over label sets) in one phase.
+/// One observer of one metric (the series that together see every request
+/// once, [`crate::model::observers`]) in one phase.
 #[derive(Debug, Clone, Serialize)]
 pub struct MetricRow {
     /// Metric name as exported.
@@ -113,11 +126,18 @@ pub struct MetricRow {
     pub framework: Framework,
     /// When the server observes it.
     pub observed_at: ObservedAt,
-    /// `all` (summed over endpoints with traffic) or an endpoint URL.
+    /// The observer's endpoint URL, or `all` when it sums several
+    /// endpoints that split the requests between them.
     pub endpoint: String,
-    /// Prefill/decode role, when the series carry one.
+    /// The endpoint's role (`prefill`, `decode`, `frontend`), when its
+    /// series say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
+    /// The labels that single the observer out among the metric's
+    /// observers on its endpoint (e.g. `{"replica": "2 of 2"}`); omitted
+    /// when it is the only one.
+    #[serde(skip_serializing_if = "Labels::is_empty")]
+    pub series: Labels,
     /// The phase.
     pub phase: Phase,
     /// Expected count (range); `null` when unknown.
@@ -235,6 +255,11 @@ pub struct Report {
     pub windows: Windows,
     /// Scrape endpoints on which no request-scoped metric moved.
     pub endpoints_without_traffic: Vec<String>,
+    /// How the series of metrics on several endpoints (or with labels this
+    /// tool does not know) were read: endpoints each seeing every request
+    /// or splitting them, unknown labels summed or per replica.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub readings: BTreeMap<String, ReadingSummary>,
     /// Whether the raw scrapes were used to repair the split.
     pub repaired_from_raw_scrapes: bool,
 }
@@ -291,14 +316,9 @@ fn found_in<'a>(ctx: &Ctx, server: &'a server_metrics::ServerMetricsExport) -> V
         .collect()
 }
 
-fn count_of(series: &[&Series], kind: MetricType) -> Option<f64> {
-    series.iter().map(|s| s.observations(kind)).sum()
-}
-
-/// Which scrape endpoints saw traffic: those on which any request-scoped
+/// Which scrape endpoints saw no traffic: those on which no request-scoped
 /// metric moved.
 struct Traffic {
-    busy: BTreeSet<String>,
     idle: Vec<String>,
 }
 
@@ -318,14 +338,7 @@ impl Traffic {
             }
         }
         let idle = all.difference(&busy).cloned().collect();
-        Traffic { busy, idle }
-    }
-
-    /// The one endpoint with traffic, when there is exactly one.
-    fn single(&self) -> Option<&str> {
-        (self.busy.len() == 1)
-            .then(|| self.busy.iter().next().map(String::as_str))
-            .flatten()
+        Traffic { idle }
     }
 }
 
@@ -364,6 +377,7 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
         metrics: Vec::new(),
         windows: Windows::default(),
         endpoints_without_traffic: Vec::new(),
+        readings: BTreeMap::new(),
         repaired_from_raw_scrapes: false,
     };
     windows::advisory(ctx, &mut findings);
@@ -375,8 +389,9 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
     windows::counter_windows(ctx, server, &mut findings);
     resets::resets_in_export(server, &mut findings);
     if let Some(scrapes) = ctx.run.scrapes.as_ref() {
-        resets::resets_in_scrapes(&scrapes.scrapes, &mut findings);
+        resets::findings(&ctx.model.resets, scrapes, server, &mut findings);
     }
+    resets::birth_findings(&ctx.model.births, server, &mut findings);
     let found = found_in(ctx, server);
     if found.is_empty() {
         let why = "no request-scoped server metric (a per-request histogram or counter of a \
@@ -384,54 +399,163 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
         findings.push(Finding::new(PHASE_CHECK_UNKNOWN, why).file(server_metrics::FILE));
         return output(report, findings, Some(why.to_string()));
     }
-    let traffic = Traffic::of(&found);
-    report.endpoints_without_traffic = traffic.idle.clone();
+    report.endpoints_without_traffic = Traffic::of(&found).idle;
     let (exp_p, exp_w) = expectations(ctx);
     let reason = exp_p.is_none().then(|| {
         "neither profile_export.jsonl nor a configured request count says how many \
          requests there were"
             .to_string()
     });
-    // Every (metric, role), each compared and, with raw scrapes, repaired.
-    let jobs: Vec<(&Found, Option<String>)> = found
+    let expected = Expecting([exp_p, exp_w]);
+    // Every metric split into the observers that see every request once.
+    let readings: Vec<Observers> = found
         .iter()
-        .flat_map(|f| roles(f).into_iter().map(move |r| (f, r)))
+        .map(|f| observers(Some(f.def.framework), f.profiling, f.warmup, &expected))
         .collect();
-    let corrections = repairs(ctx, &found, &jobs, traffic.single());
-    let mut problems: Vec<Problem> = Vec::new();
-    for ((f, role), corrected) in jobs.iter().zip(corrections) {
-        report.repaired_from_raw_scrapes |= corrected.is_some();
-        let cmp = Comparison {
-            ctx,
-            found: f,
-            role: role.as_deref(),
-            expected: [exp_p, exp_w],
-            traffic: &traffic,
-        };
-        let (rows, problem) = cmp.rows(corrected);
-        report.metrics.extend(rows);
-        problems.extend(problem);
-    }
+    report.readings = reading_summaries(&found, &readings);
+    let problems = compare_all(ctx, server, &found, &readings, &mut report);
     report.control_metric = control_metric(&report.metrics, &found, exp_w.is_some());
-    for p in &problems {
-        findings.extend(p.findings(report.control_metric.as_deref(), &report.windows));
+    let control = report.control_metric.as_deref();
+    let (problems, partitions) = problems;
+    for (mut p, counts) in problems {
+        p.partition = partitions
+            .iter()
+            .filter(|c| Some(c.metric.as_str()) == control)
+            .find_map(|c| localise(&counts, c));
+        findings.extend(p.findings(control, &report.windows));
     }
+    windows::settle_overlap(&report.metrics, &mut findings);
     output(report, findings, reason)
 }
 
-/// The repair from raw scrapes of every job (metric, role), in parallel, in
-/// job order; `None` where the scrapes cannot support one (no scrapes or
-/// records, traffic on several endpoints, too few scrapes, a reset).
-/// Candidates depend only on when a metric is observed: built once per kind,
-/// not once per metric.
-fn repairs(
+/// How the metrics whose series span several endpoints, or carry labels
+/// this tool does not know, were read.
+fn reading_summaries(found: &[Found], readings: &[Observers]) -> BTreeMap<String, ReadingSummary> {
+    let mut out = BTreeMap::new();
+    for (f, r) in found.iter().zip(readings) {
+        let endpoints: BTreeSet<&str> = r.busy.iter().flat_map(|o| o.endpoints()).collect();
+        if endpoints.len() > 1 || !r.unknown_labels.is_empty() {
+            let summary = ReadingSummary {
+                endpoints: r.endpoints,
+                unknown_labels: r.unknown_labels.clone(),
+            };
+            out.insert(f.name.clone(), summary);
+        }
+    }
+    out
+}
+
+/// The problems of one run's comparisons, each with its observer's
+/// partition counts, and every observer's partition counts.
+type Compared = (Vec<(Problem, PartitionCounts)>, Vec<PartitionCounts>);
+
+/// Holds every busy observer of every metric to the expected counts,
+/// repaired from the raw scrapes where they allow: the rows go into the
+/// report, the problems come back.
+fn compare_all(
     ctx: &Ctx,
+    server: &server_metrics::ServerMetricsExport,
     found: &[Found],
-    jobs: &[(&Found, Option<String>)],
-    endpoint: Option<&str>,
-) -> Vec<Option<Attribution>> {
-    let inputs = ctx.run.scrapes.as_ref().zip(ctx.records()).zip(endpoint);
-    let Some(((sc, rs), ep)) = inputs else {
+    readings: &[Observers],
+    report: &mut Report,
+) -> Compared {
+    let (exp_p, exp_w) = expectations(ctx);
+    let jobs: Vec<(&Found, &Observer)> = found
+        .iter()
+        .zip(readings)
+        .flat_map(|(f, r)| r.busy.iter().map(move |o| (f, o)))
+        .collect();
+    let corrections = repairs(ctx, found, &jobs);
+    let evidence = Evidence::builder(ctx, server, exp_w);
+    let mut problems = Vec::new();
+    let mut partitions = Vec::new();
+    for ((f, o), corrected) in jobs.iter().zip(corrections) {
+        report.repaired_from_raw_scrapes |= corrected.is_some();
+        let role = o
+            .endpoint
+            .as_deref()
+            .and_then(|e| ctx.model.endpoint_roles.get(e))
+            .map(String::as_str);
+        let cmp = Comparison {
+            found: f,
+            observer: o,
+            role,
+            has_warmup: ctx.model.warmup.is_some(),
+            expected: [exp_p, exp_w],
+            reset: reset_in(ctx, server, o),
+            born: born_in(ctx, server, f, o),
+            evidence: evidence.of(f, o),
+        };
+        let (rows, problem) = cmp.rows(corrected);
+        report.metrics.extend(rows);
+        let counts = cmp.partition_counts();
+        if let Some(p) = problem {
+            problems.push((p, counts.clone()));
+        }
+        partitions.push(counts);
+    }
+    (problems, partitions)
+}
+
+/// The expected counts of both phases, as the observers are held to them.
+struct Expecting([Option<Expected>; 2]);
+
+impl Expectation for Expecting {
+    fn deviation(&self, phase: Phase, found: f64) -> Option<f64> {
+        let e = match phase {
+            Phase::Profiling => self.0[0],
+            Phase::Warmup => self.0[1],
+        };
+        Some(e?.deviation(found))
+    }
+}
+
+/// Whether a reset on the observer's endpoint(s) falls in profiling and in
+/// warmup.
+fn reset_in(ctx: &Ctx, server: &server_metrics::ServerMetricsExport, o: &Observer) -> [bool; 2] {
+    let eps = o.endpoints();
+    let hit = |phase: &str| {
+        server.window(phase).is_some_and(|w| {
+            ctx.model
+                .resets
+                .iter()
+                .any(|r| r.confirmed && eps.contains(r.endpoint.as_str()) && r.within(w))
+        })
+    };
+    [hit("profiling"), hit("warmup")]
+}
+
+/// What series of the observer born inside profiling and inside warmup
+/// cost those phases' deltas (their first values).
+fn born_in(
+    ctx: &Ctx,
+    server: &server_metrics::ServerMetricsExport,
+    f: &Found,
+    o: &Observer,
+) -> [f64; 2] {
+    let lost = |phase: &str| {
+        let Some(w) = server.window(phase) else {
+            return 0.0;
+        };
+        ctx.model
+            .births
+            .iter()
+            .filter(|b| canonical(&b.family) == canonical(&f.name) && b.within(w))
+            .filter(|b| o.contains(&b.endpoint, &b.labels))
+            .map(|b| b.first_value)
+            .sum()
+    };
+    [lost("profiling"), lost("warmup")]
+}
+
+/// The repair from raw scrapes of every job (metric, observer), in
+/// parallel, in job order; `None` where the scrapes cannot support one (no
+/// scrapes or records, an observer summed over several endpoints, too few
+/// scrapes, a reset). Candidates depend only on when a metric is observed:
+/// built once per kind, not once per metric.
+fn repairs(ctx: &Ctx, found: &[Found], jobs: &[(&Found, &Observer)]) -> Vec<Option<Attribution>> {
+    let inputs = ctx.run.scrapes.as_ref().zip(ctx.records());
+    let Some((sc, rs)) = inputs else {
         return vec![None; jobs.len()];
     };
     let slack_ns = (ctx.settings.phase.match_slack_ms * 1e6) as u64;
@@ -444,205 +568,28 @@ fn repairs(
         .collect();
     let first_start = ctx.model.first_request_start_ns();
     jobs.par_iter()
-        .map(|(f, role)| {
+        .map(|(f, o)| {
+            let ep = o.endpoint.as_deref()?;
             let cands = &prepared.iter().find(|p| p.0 == f.def.observed_at)?.1;
-            let role = role.as_deref();
-            let pts =
-                attribution::cumulative(&sc.scrapes, ep, &f.name, |labels| role_of(labels) == role);
+            let pts = attribution::cumulative(sc, ep, &f.name, |labels| o.contains(ep, labels));
             attribution::by_observation(&pts, first_start, cands, slack_ns)
         })
         .collect()
 }
 
-/// One (metric, role) held to the expected counts of both phases.
-struct Comparison<'a> {
-    ctx: &'a Ctx<'a>,
-    found: &'a Found<'a>,
-    role: Option<&'a str>,
-    /// Profiling, warmup.
-    expected: [Option<Expected>; 2],
-    traffic: &'a Traffic,
-}
-
-impl Comparison<'_> {
-    /// The rows of both phases (summed, then per endpoint), and the problem
-    /// when a phase is off.
-    fn rows(&self, corrected: Option<Attribution>) -> (Vec<MetricRow>, Option<Problem>) {
-        let (f, kind) = (self.found, self.found.kind());
-        let (sp, sw) = (
-            in_role(f.profiling, self.role),
-            in_role(f.warmup, self.role),
-        );
-        // A family missing from a phase's section is unknown, not 0:
-        // AIPerf omits `warmup_metrics` when it took no warmup scrape.
-        let found_p = f.profiling.and_then(|_| count_of(&sp, kind));
-        let found_w = match (self.ctx.model.warmup.is_some(), f.warmup) {
-            (true, Some(_)) => count_of(&sw, kind),
-            _ => None,
-        };
-        let [exp_p, exp_w] = self.expected;
-        let deviation = |e: Option<Expected>, x: Option<f64>| Some(e?.deviation(x?));
-        let (dp, dw) = (deviation(exp_p, found_p), deviation(exp_w, found_w));
-        let (class_p, class_w) = classify(dp, dw);
-        let mut rows = Vec::new();
-        for (phase, series, exp, fnd, d, class) in [
-            (Phase::Profiling, &sp, exp_p, found_p, dp, class_p),
-            (Phase::Warmup, &sw, exp_w, found_w, dw, class_w),
-        ] {
-            if phase == Phase::Warmup && self.ctx.model.warmup.is_none() {
-                continue;
-            }
-            let here = corrected.as_ref().map(|c| c.get(phase).clone());
-            let summed = self.summed_row(phase, series, (exp, fnd, d, class), here);
-            rows.push(summed);
-            rows.extend(self.endpoint_rows(phase, series, (exp, d, class)));
-        }
-        if class_p == Classification::Ok && class_w == Classification::Ok {
-            return (rows, None);
-        }
-        let profiling_row = rows
-            .iter()
-            .find(|r| r.phase == Phase::Profiling && r.endpoint == "all");
-        let problem = Problem {
-            metric: f.name.clone(),
-            observed_at: f.def.observed_at,
-            role: self.role.map(str::to_string),
-            exp_p,
-            exp_w,
-            found_p,
-            found_w,
-            dp,
-            dw,
-            found_avg_p: profiling_row.and_then(|r| r.found_avg),
-            found_sum_p: profiling_row.and_then(|r| r.found_sum),
-            corrected,
-            percentile_bias_p: profiling_row.and_then(|r| r.percentile_bias_pct),
-            percentile_worst_p: profiling_row.and_then(|r| {
-                r.true_percentile_bounds
-                    .as_ref()?
-                    .worst_bias_pct(r.found_percentiles.as_ref()?)
-            }),
-        };
-        (rows, Some(problem))
-    }
-
-    fn row(&self, phase: Phase, endpoint: String) -> MetricRow {
-        MetricRow {
-            metric: self.found.name.clone(),
-            framework: self.found.def.framework,
-            observed_at: self.found.def.observed_at,
-            endpoint,
-            role: self.role.map(str::to_string),
-            phase,
-            expected_count: None,
-            found_count: None,
-            delta: None,
-            classification: Classification::Unknown,
-            found_sum: None,
-            found_avg: None,
-            corrected: None,
-            found_percentiles: None,
-            percentile_bias_pct: None,
-            true_percentile_bounds: None,
-        }
-    }
-
-    /// The row summed over the endpoints, with the export's sum, avg and
-    /// bucket-estimated percentiles, and the repair.
-    fn summed_row(
-        &self,
-        phase: Phase,
-        series: &[&Series],
-        (exp, fnd, d, class): (Option<Expected>, Option<f64>, Option<f64>, Classification),
-        corrected: Option<Corrected>,
-    ) -> MetricRow {
-        let hist = self.found.kind() == MetricType::Histogram;
-        let sum: Option<f64> = hist
-            .then(|| series.iter().map(|s| s.stats.sum.or(Some(0.0))).sum())
-            .flatten();
-        let found_avg = match (sum, fnd) {
-            (Some(s), Some(c)) if c > 0.0 => Some(s / c),
-            _ => None,
-        };
-        let found_buckets = (hist && !series.is_empty())
-            .then(|| merge_buckets(series.iter().map(|s| s.buckets.as_ref())))
-            .flatten();
-        let found_percentiles = found_buckets.as_deref().map(Percentiles::of_buckets);
-        let exact_percentiles = corrected
-            .as_ref()
-            .filter(|c| c.exactness == Exactness::Exact)
-            .and_then(|c| c.percentiles);
-        let true_percentile_bounds = match (&found_buckets, d, exact_percentiles) {
-            (Some(b), Some(d), None) => PercentileBounds::of(b, d),
-            _ => None,
-        };
-        MetricRow {
-            expected_count: exp,
-            found_count: fnd,
-            delta: d,
-            classification: class,
-            found_sum: sum,
-            found_avg,
-            corrected,
-            percentile_bias_pct: found_percentiles
-                .zip(exact_percentiles)
-                .map(|(f, c)| f.bias_pct(&c)),
-            found_percentiles,
-            true_percentile_bounds,
-            ..self.row(phase, "all".into())
-        }
-    }
-
-    /// Per endpoint: found only (which endpoint served which request is not
-    /// in the artifacts), unless one endpoint had all the traffic.
-    fn endpoint_rows(
-        &self,
-        phase: Phase,
-        series: &[&Series],
-        (exp, d, class): (Option<Expected>, Option<f64>, Classification),
-    ) -> Vec<MetricRow> {
-        let mut per_ep: BTreeMap<String, Vec<&Series>> = BTreeMap::new();
-        for s in series {
-            per_ep
-                .entry(s.endpoint_url.clone().unwrap_or_default())
-                .or_default()
-                .push(s);
-        }
-        if per_ep.len() <= 1 {
-            return Vec::new();
-        }
-        let kind = self.found.kind();
-        per_ep
-            .into_iter()
-            .map(|(ep, ss)| {
-                let only = self.traffic.single() == Some(ep.as_str());
-                let classification = if only {
-                    class
-                } else if self.traffic.busy.contains(&ep) {
-                    Classification::NotCompared
-                } else {
-                    Classification::NoTraffic
-                };
-                MetricRow {
-                    expected_count: if only { exp } else { None },
-                    found_count: count_of(&ss, kind),
-                    delta: if only { d } else { None },
-                    classification,
-                    ..self.row(phase, ep)
-                }
-            })
-            .collect()
-    }
-}
-
-/// The control: a metric whose split is exact in every phase, TTFT first if
-/// it qualifies.
+/// The control: a metric whose every observer splits exactly in every
+/// phase, TTFT first if it qualifies.
 fn control_metric(rows: &[MetricRow], found: &[Found], has_warmup: bool) -> Option<String> {
     let exact = |name: &str| {
-        let ok = rows.iter().filter(|r| {
-            r.endpoint == "all" && r.classification == Classification::Ok && r.metric == name
-        });
-        ok.count() == if has_warmup { 2 } else { 1 }
+        let mine: Vec<&MetricRow> = rows.iter().filter(|r| r.metric == name).collect();
+        let ok = mine
+            .iter()
+            .filter(|r| r.classification == Classification::Ok)
+            .count();
+        !mine.is_empty()
+            && ok == mine.len()
+            && mine.iter().any(|r| r.phase == Phase::Profiling)
+            && (!has_warmup || mine.iter().any(|r| r.phase == Phase::Warmup))
     };
     found
         .iter()
@@ -664,7 +611,7 @@ impl CheckReport for Report {
         if let Some(r) = reason {
             return format!("cannot tell: {r}");
         }
-        let all = || self.metrics.iter().filter(|m| m.endpoint == "all");
+        let all = || self.metrics.iter();
         let compared: BTreeSet<&str> = all().map(|m| m.metric.as_str()).collect();
         let bad: BTreeSet<&str> = all()
             .filter(|m| m.classification.is_mismatch())
@@ -688,10 +635,11 @@ impl CheckReport for Report {
     }
 
     fn details(&self, status: CheckStatus) -> Vec<Detail> {
+        let endpoints: BTreeSet<&str> = self.metrics.iter().map(|m| m.endpoint.as_str()).collect();
+        let several_endpoints = endpoints.len() > 1;
         let rows: Vec<Vec<String>> = self
             .metrics
             .iter()
-            .filter(|m| m.endpoint == "all")
             .map(|m| {
                 let expected = m
                     .expected_count
@@ -708,13 +656,18 @@ impl CheckReport for Report {
                     .as_ref()
                     .map(|c| format!("{} ({})", c.count, c.exactness))
                     .unwrap_or_default();
-                let role = m
-                    .role
-                    .as_deref()
-                    .map(|r| format!(" [{r}]"))
-                    .unwrap_or_default();
+                let mut name = m.metric.clone();
+                if several_endpoints {
+                    name.push_str(&format!(" @{}", short_endpoint(&m.endpoint)));
+                }
+                if let Some(r) = &m.role {
+                    name.push_str(&format!(" [{r}]"));
+                }
+                if !m.series.is_empty() {
+                    name.push_str(&format!(" {}", diagnose::label_text(&m.series)));
+                }
                 vec![
-                    format!("{}{role}", m.metric),
+                    name,
                     m.phase.to_string(),
                     expected,
                     crate::report::fmt_opt(m.found_count, 0),
@@ -742,27 +695,10 @@ impl CheckReport for Report {
     }
 }
 
-fn in_role<'a>(fam: Option<&'a Family>, role: Option<&str>) -> Vec<&'a Series> {
-    fam.map(|x| {
-        x.series
-            .iter()
-            .filter(|s| role_of(&s.labels) == role)
-            .collect()
-    })
-    .unwrap_or_default()
-}
-
-fn roles(f: &Found) -> Vec<Option<String>> {
-    let mut roles: BTreeSet<Option<String>> = BTreeSet::new();
-    for fam in [f.profiling, f.warmup].into_iter().flatten() {
-        for s in &fam.series {
-            roles.insert(role_of(&s.labels).map(str::to_string));
-        }
-    }
-    if roles.is_empty() {
-        roles.insert(None);
-    }
-    roles.into_iter().collect()
+/// `host:port` of an endpoint URL (the scheme and `/metrics` dropped).
+fn short_endpoint(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |x| x.1);
+    rest.split('/').next().unwrap_or(rest)
 }
 
 #[cfg(test)]

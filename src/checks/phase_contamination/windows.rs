@@ -7,7 +7,7 @@ use super::{Windows, AIPERF_VERSION_ADVISORY, COUNTER_WINDOW_EARLY, PHASE_WINDOW
 use crate::artifacts::records::Phase;
 use crate::artifacts::server_metrics::{self, MetricType};
 use crate::checks::Ctx;
-use crate::findings::{Finding, Unit};
+use crate::findings::{Finding, Severity, Unit};
 use crate::frameworks::ObservedAt;
 
 /// The phase windows, and the overlap finding when warmup closes after
@@ -46,6 +46,7 @@ pub fn windows(ctx: &Ctx, findings: &mut Vec<Finding>) -> Windows {
     w.warmup_finished_after_profiling_started = Some(warm_late);
     for (n, kind) in [
         (started, ObservedAt::Arrival),
+        (started, ObservedAt::Scheduled),
         (first, ObservedAt::FirstToken),
         (finished, ObservedAt::Completion),
     ] {
@@ -56,7 +57,12 @@ pub fn windows(ctx: &Ctx, findings: &mut Vec<Finding>) -> Windows {
     if warm_late > 0 && !w.at_risk.contains(&ObservedAt::Completion) {
         w.at_risk.push(ObservedAt::Completion);
     }
-    findings.push(overlap_finding(&w, ps, we));
+    let mut f = overlap_finding(&w, ps, we);
+    if w.at_risk.is_empty() {
+        // No request event fell in the overlap: nothing can have crossed.
+        f.severity = crate::findings::Severity::Info;
+    }
+    findings.push(f);
     w
 }
 
@@ -105,7 +111,36 @@ fn overlap_finding(w: &Windows, ps: u64, we: u64) -> Finding {
     )
 }
 
-/// Counters whose profiling timeslices start before profiling did.
+/// The overlap finding, once the counts are known: info when every
+/// request-scoped count of every observer splits exactly (the overlap was
+/// verified harmless), a warning otherwise (the findings of the metrics it
+/// touched say what it did).
+pub fn settle_overlap(rows: &[super::MetricRow], findings: &mut [Finding]) {
+    let exact = !rows.is_empty()
+        && rows
+            .iter()
+            .all(|r| r.classification == super::Classification::Ok);
+    if !exact {
+        return;
+    }
+    for f in findings
+        .iter_mut()
+        .filter(|f| f.code == PHASE_WINDOW_OVERLAP)
+    {
+        f.severity = crate::findings::Severity::Info;
+        f.message.push_str(
+            "; every request-scoped count of every observer splits exactly, so nothing was \
+             miscounted",
+        );
+    }
+}
+
+/// Counters whose profiling timeslices start before profiling did. No fixed
+/// slack: the question is whether anything the warmup did falls between
+/// the first timeslice and profiling's start. When warmup requests were in
+/// flight there, the profiling delta holds their increments (an error);
+/// when none was, the early start is verified harmless (info). Without
+/// records it cannot be verified (a warning).
 pub fn counter_windows(
     ctx: &Ctx,
     server: &server_metrics::ServerMetricsExport,
@@ -114,47 +149,67 @@ pub fn counter_windows(
     let Some((ps, _)) = ctx.model.profiling.server_window_ns else {
         return;
     };
-    const SLACK_NS: u64 = 1_000_000_000;
     for (name, fam) in &server.metrics {
         if fam.kind != MetricType::Counter {
             continue;
         }
         for s in &fam.series {
-            let Some(first) = s
-                .timeslices
-                .as_ref()
-                .and_then(|t| t.first())
-                .and_then(|t| t.start_ns)
-            else {
+            let first_slice = s.timeslices.as_ref().and_then(|t| t.first());
+            let Some(first) = first_slice.and_then(|t| t.start_ns).filter(|f| *f < ps) else {
                 continue;
             };
-            if first + SLACK_NS < ps {
-                let early = (ps - first) as f64 / 1e9;
-                let jump = s
-                    .timeslices
-                    .as_ref()
-                    .and_then(|t| t.first())
-                    .and_then(|t| t.total);
-                out.push(
-                    Finding::new(
-                        COUNTER_WINDOW_EARLY,
-                        format!(
-                            "{name} on {}: its profiling timeslices start {early:.1} s before \
-                             profiling started{}: the profiling delta includes pre-profiling \
-                             (warmup) increments, as with a wrongly tagged baseline scrape",
-                            s.endpoint_url.as_deref().unwrap_or("?"),
-                            jump.map(|j| format!(" (first slice +{j})"))
-                                .unwrap_or_default()
-                        ),
-                    )
-                    .file(server_metrics::FILE)
-                    .field(format!(
-                        "metrics[\"{name}\"].series[].timeslices[0].start_ns"
-                    ))
-                    .expected_found(ps, first)
-                    .effect("early", early, Unit::S),
-                );
+            let early = (ps - first) as f64 / 1e9;
+            let jump = first_slice.and_then(|t| t.total);
+            // Warmup requests in flight between the first slice and profiling.
+            let active = ctx.records().map(|rs| {
+                rs.iter()
+                    .filter(|r| r.phase == Phase::Warmup)
+                    .filter(|r| r.request_end_ns > first && r.request_start_ns < ps)
+                    .count()
+            });
+            let ep = s.endpoint_url.as_deref().unwrap_or("?");
+            let (severity, verdict) = match active {
+                Some(0) => (
+                    Severity::Info,
+                    "no warmup request was in flight between them, so nothing was absorbed"
+                        .to_string(),
+                ),
+                Some(n) => (
+                    Severity::Error,
+                    format!(
+                        "{n} warmup request(s) were in flight between them, so the profiling \
+                         delta includes their increments, as with a wrongly tagged baseline scrape"
+                    ),
+                ),
+                None => (
+                    Severity::Warning,
+                    "without records it cannot be told whether warmup traffic fell between them"
+                        .to_string(),
+                ),
+            };
+            let mut f = Finding::new(
+                COUNTER_WINDOW_EARLY,
+                format!(
+                    "{name} on {ep}: its profiling timeslices start {early:.3} s before profiling \
+                     started{}: {verdict}",
+                    jump.map(|j| format!(" (first slice +{j})"))
+                        .unwrap_or_default()
+                ),
+            )
+            .file(server_metrics::FILE)
+            .field(format!(
+                "metrics[\"{name}\"].series[].timeslices[0].start_ns"
+            ))
+            .metric(name.clone())
+            .endpoint(ep)
+            .series(s.labels.clone())
+            .expected_found(ps, first)
+            .effect("early", early, Unit::S);
+            if let Some(n) = active {
+                f = f.effect("warmup_requests_in_window", n as f64, Unit::Count);
             }
+            f.severity = severity;
+            out.push(f);
         }
     }
 }

@@ -145,6 +145,8 @@ pub fn adjust(h: &ServerRate, c: &Crossing, diff: f64) -> ServerRate {
         endpoints: h.endpoints.clone(),
         gauge: false,
         prefill_only: h.prefill_only,
+        role: h.role.clone(),
+        role_filter: h.role_filter.clone(),
         secondary: false,
         source: None,
     }

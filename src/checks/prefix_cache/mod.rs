@@ -33,7 +33,7 @@ use crate::artifacts::server_metrics;
 use crate::artifacts::summary;
 use crate::config::PrefixSettings;
 use crate::findings::{Finding, Unit};
-use crate::frameworks::PROMPT_TOKEN_COUNTERS;
+use crate::frameworks::canonical;
 use crate::model::cache::ClientRateSum;
 pub use crate::model::cache::{client_rate, ClientRate};
 use crate::model::connection::{classify, Temperature};
@@ -63,6 +63,12 @@ crate::define_codes! { "prefix_cache";
         "prefill_throughput_per_user counts cached tokens that were never prefilled"),
     CACHE_RATE_UNKNOWN => ("cache-rate-unknown", Info,
         "A hit rate cannot be computed (no cached-token field or no cache counters)"),
+    CACHE_RATE_SPLIT => ("cache-rate-split", Error,
+        "The raw scrapes over the true profiling requests give another server hit rate than AIPerf's profiling export"),
+    WARMUP_CACHE_MIXED => ("warmup-cache-mixed", Warning,
+        "The server's warmup hit rate differs from the warmup clients': the phases' traffic is mixed"),
+    CACHE_QUERIES_LOST => ("cache-queries-lost", Warning,
+        "The server's profiling cache queries fall short of the clients' prompt tokens"),
 }
 
 /// Figures of the `prefix_cache` check.
@@ -182,10 +188,12 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
         p: &ctx.settings.prefix,
         records,
         clients: Clients::of(ctx, records),
-        server: export.map(|s| server_rates(&s.metrics)).unwrap_or_default(),
+        server: export
+            .map(|s| server_rates(&s.metrics, &ctx.model.endpoint_roles))
+            .unwrap_or_default(),
         server_warmup: export
             .and_then(|s| s.warmup_metrics.as_ref())
-            .map(server_rates)
+            .map(|w| server_rates(w, &ctx.model.endpoint_roles))
             .unwrap_or_default(),
         findings: Vec::new(),
         explanations: Vec::new(),
@@ -204,6 +212,7 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
     let (prompt_token_difference, server_adjusted) = pass.prompt_tokens();
     let (server_from_raw_scrapes, gap_after_raw_pp) = pass.raw_scrapes(gap_pp);
     pass.warmup_mix();
+    pass.queries();
     pass.gap(gap_pp, gap_after_raw_pp);
     let prefill_throughput = pass.prefill();
     let reason = match (
@@ -328,11 +337,13 @@ impl Pass<'_> {
     /// their tokens account for it exactly.
     fn prompt_tokens(&mut self) -> (Option<f64>, Option<ServerRate>) {
         let client_prompt = self.clients.prompt_tokens;
-        let server_prompt = self.ctx.run.server.as_ref().and_then(|s| {
-            PROMPT_TOKEN_COUNTERS
-                .iter()
-                .find_map(|n| server::sum_family(&s.metrics, n, &|_| true, &mut Vec::new()))
-        });
+        let roles = &self.ctx.model.endpoint_roles;
+        let server_prompt = self
+            .ctx
+            .run
+            .server
+            .as_ref()
+            .and_then(|s| server::prompt_tokens(&s.metrics, roles));
         let difference = server_prompt
             .filter(|_| self.clients.profiling.records > 0)
             .map(|s| s - client_prompt);
@@ -344,9 +355,16 @@ impl Pass<'_> {
             return (difference, None);
         }
         let profiling_start = self.ctx.model.profiling.server_window_ns.map(|w| w.0);
-        let crossing = boundary::boundary_requests(self.records, diff, profiling_start);
-        let attribution = match &crossing {
-            Some(c) => {
+        // A reset or a series born in profiling explains the counters, not
+        // requests crossing the boundary.
+        let counter_cause = self.counter_cause();
+        let crossing = match counter_cause {
+            Some(_) => None,
+            None => boundary::boundary_requests(self.records, diff, profiling_start),
+        };
+        let attribution = match (&crossing, &counter_cause) {
+            (_, Some(cause)) => format!("; {cause}"),
+            (Some(c), _) => {
                 let ids: Vec<String> = c.requests.iter().map(|r| r.id_or_line()).collect();
                 format!(
                     "; exactly the prompt tokens of {} {} request(s) that {} ({})",
@@ -356,7 +374,7 @@ impl Pass<'_> {
                     ids.join(", ")
                 )
             }
-            None => String::new(),
+            (None, None) => String::new(),
         };
         self.explanations.push(format!(
             "server prompt tokens over profiling are {sp:.0}, the clients' \
@@ -403,12 +421,13 @@ impl Pass<'_> {
     /// the clients' rate is from what it allows (pp, 0 inside its bounds).
     fn raw_scrapes(&mut self, gap_pp: Option<f64>) -> (Option<RawScrapeRate>, Option<f64>) {
         let scrapes = self.ctx.run.scrapes.as_ref();
-        let Some((sc, h)) = scrapes.zip(self.headline().filter(|h| !h.gauge)) else {
+        let Some((sc, h)) = scrapes.zip(self.headline().filter(|h| !h.gauge).cloned()) else {
             return (None, None);
         };
         let slack_ns = (self.ctx.settings.phase.match_slack_ms * 1e6) as u64;
         let first_start = self.ctx.model.first_request_start_ns();
-        let r = match raw_scrapes::recompute(h, &sc.scrapes, self.records, first_start, slack_ns) {
+        let roles = &self.ctx.model.endpoint_roles;
+        let r = match raw_scrapes::recompute(&h, sc, self.records, first_start, slack_ns, roles) {
             Ok(r) => r,
             Err(why) => {
                 self.explanations.push(format!(
@@ -456,7 +475,43 @@ impl Pass<'_> {
             "from the raw scrapes, over the requests that really were profiling, the server \
              rate is {span}{verdict}"
         ));
+        self.split_finding(&h, &r, &span);
         (Some(r), gap_after)
+    }
+
+    /// The export's own profiling rate against what the raw scrapes allow:
+    /// outside by more than the tolerance, the phase split moved it.
+    fn split_finding(&mut self, h: &ServerRate, r: &RawScrapeRate, span: &str) {
+        let export_pct = h.hit_rate.map(|x| x * 100.0);
+        let (lo, hi) = (
+            r.hit_rate_low.map(|x| x * 100.0),
+            r.hit_rate_high.map(|x| x * 100.0),
+        );
+        let off = match (export_pct, lo, hi) {
+            (Some(e), Some(lo), Some(_)) if e < lo => Some(e - lo),
+            (Some(e), Some(_), Some(hi)) if e > hi => Some(e - hi),
+            _ => None,
+        };
+        let (Some(d), Some(e)) = (off.filter(|d| d.abs() > self.p.gap_pp), export_pct) else {
+            return;
+        };
+        self.findings.push(
+            Finding::new(
+                CACHE_RATE_SPLIT,
+                format!(
+                    "{}: AIPerf's profiling export gives {e:.2} %, but over the requests that \
+                     really were profiling the raw scrapes give {span}: the phase split moved \
+                     the published server rate by {d:+.2} pp",
+                    h.formula
+                ),
+            )
+            .file(crate::artifacts::scrapes::FILE)
+            .expected_found(
+                serde_json::json!({"low": r.hit_rate_low, "high": r.hit_rate_high}),
+                h.hit_rate,
+            )
+            .effect("split_error", d, Unit::Pp),
+        );
     }
 
     /// A cold warmup with server-side warmup hits means profiling traffic
@@ -465,23 +520,165 @@ impl Pass<'_> {
         let client = self.clients.warmup.as_ref().and_then(|c| c.hit_rate);
         let server = self.server_warmup.first().and_then(|r| r.hit_rate);
         if let (Some(cw), Some(sw)) = (client, server) {
-            if ((sw - cw) * 100.0).abs() > self.p.gap_pp {
-                self.explanations.push(format!(
+            let d = (sw - cw) * 100.0;
+            if d.abs() > self.p.gap_pp {
+                let text = format!(
                     "warmup: the server's warmup hit rate is {:.2} % but the warmup clients saw \
                      {:.2} %, so warmup and profiling traffic are mixed in the server's split",
                     sw * 100.0,
                     cw * 100.0
-                ));
+                );
+                self.findings.push(
+                    Finding::new(WARMUP_CACHE_MIXED, format!("{text} ({d:+.2} pp)"))
+                        .file(server_metrics::FILE)
+                        .field("warmup_metrics")
+                        .expected_found(cw, sw)
+                        .effect("gap", d, Unit::Pp),
+                );
+                self.explanations.push(text);
             }
         }
     }
 
+    /// A reset or a counter series born during profiling on the endpoints
+    /// of the headline rate, in words: what the profiling counters suffer
+    /// besides the phase split.
+    fn counter_cause(&self) -> Option<String> {
+        let w = self.ctx.run.server.as_ref()?.window("profiling")?;
+        let eps: Vec<&String> = self
+            .headline()
+            .map(|h| h.endpoints.iter().collect())
+            .unwrap_or_default();
+        let on = |ep: &str| eps.is_empty() || eps.iter().any(|e| e.as_str() == ep);
+        let reset = self.ctx.model.resets.iter();
+        if let Some(r) = reset
+            .filter(|r| r.confirmed)
+            .find(|r| r.within(w) && on(&r.endpoint))
+        {
+            return Some(format!(
+                "the counters on {} reset during profiling (counter-reset), and AIPerf clamps \
+                 the negative delta at 0, so its profiling totals undercount",
+                r.endpoint
+            ));
+        }
+        let h = self.headline()?;
+        let (_, num, den) = h.source?;
+        let born: Vec<String> = self
+            .ctx
+            .model
+            .births
+            .iter()
+            .filter(|b| b.within(w) && on(&b.endpoint))
+            .filter(|b| {
+                [num, den]
+                    .iter()
+                    .any(|n| canonical(n) == canonical(&b.family))
+            })
+            .map(|b| format!("{} (its first {})", b.family, b.first_value))
+            .collect();
+        (!born.is_empty()).then(|| {
+            format!(
+                "{} first appeared during profiling (series-created-mid-phase), and AIPerf's \
+                 delta from a new series' first value misses what created it",
+                born.join(", ")
+            )
+        })
+    }
+
+    /// The formula's lost tokens: numerator and denominator values of its
+    /// series born during profiling.
+    fn born_tokens(&self) -> (f64, f64) {
+        let (Some(h), Some(w)) = (
+            self.headline(),
+            self.ctx
+                .run
+                .server
+                .as_ref()
+                .and_then(|s| s.window("profiling")),
+        ) else {
+            return (0.0, 0.0);
+        };
+        let Some((_, num, den)) = h.source else {
+            return (0.0, 0.0);
+        };
+        let lost = |name: &str| {
+            self.ctx
+                .model
+                .births
+                .iter()
+                .filter(|b| b.within(w) && canonical(&b.family) == canonical(name))
+                .filter(|b| h.endpoints.is_empty() || h.endpoints.contains(&b.endpoint))
+                .map(|b| b.first_value)
+                .sum::<f64>()
+        };
+        (
+            lost(num),
+            if canonical(num) == canonical(den) {
+                0.0
+            } else {
+                lost(den)
+            },
+        )
+    }
+
+    /// Lost profiling queries: the headline's denominator short of the
+    /// clients' prompt tokens by more than the prompt-token tolerance.
+    fn queries(&mut self) {
+        let client_prompt = self.clients.prompt_tokens;
+        let Some(h) = self.headline().filter(|h| !h.gauge && h.source.is_some()) else {
+            return;
+        };
+        let short = client_prompt - h.denominator;
+        if client_prompt <= 0.0 || short / client_prompt * 100.0 <= self.p.prompt_tokens_pct {
+            return;
+        }
+        let f = Finding::new(
+            CACHE_QUERIES_LOST,
+            format!(
+                "{}: the server's profiling denominator is {:.0} tokens, the clients sent \
+                 {client_prompt:.0} prompt tokens: {short:.0} queried tokens are missing from \
+                 the profiling window (counted in warmup, lost to a series created mid-phase \
+                 or to a reset), so the rate is computed over the wrong queries",
+                h.formula, h.denominator
+            ),
+        )
+        .file(server_metrics::FILE)
+        .expected_found(client_prompt, h.denominator)
+        .effect("missing", short, Unit::Tokens)
+        .effect("missing_pct", short / client_prompt * 100.0, Unit::Percent);
+        let f = match h.source {
+            Some((_, _, den)) => f.metric(den),
+            None => f,
+        };
+        self.findings.push(f);
+    }
+
     fn gap(&mut self, gap_pp: Option<f64>, gap_after_raw_pp: Option<f64>) {
-        let (Some(gap), Some(h)) = (gap_pp, self.headline()) else {
+        let (Some(gap), Some(h)) = (gap_pp, self.headline().cloned()) else {
             return;
         };
         if gap.abs() <= self.p.gap_pp {
             return;
+        }
+        let (lost_num, lost_den) = self.born_tokens();
+        if lost_num + lost_den > 0.0 {
+            let (n, d) = (h.numerator + lost_num, h.denominator + lost_den);
+            if d > 0.0 {
+                let relation = match self.clients.profiling.hit_rate {
+                    Some(c) if ((n / d - c) * 100.0).abs() <= self.p.gap_pp => {
+                        "within tolerance of the clients'".to_string()
+                    }
+                    Some(c) => format!("{:+.2} pp from the clients'", (n / d - c) * 100.0),
+                    None => "no client rate to compare".into(),
+                };
+                self.explanations.push(format!(
+                    "with the {:.0} numerator and {:.0} denominator tokens that created series \
+                     during profiling, the server rate is {:.2} % ({relation})",
+                    lost_num + 0.0,
+                    lost_den + 0.0,
+                    n / d * 100.0
+                ));
+            }
         }
         let why = if self.explanations.is_empty() {
             String::new()

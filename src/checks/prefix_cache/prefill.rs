@@ -1,6 +1,10 @@
 //! Prefill throughput under caching: AIPerf's `prefill_throughput_per_user`
 //! divides every input token by TTFT, cached ones included; over the
-//! uncached tokens actually prefilled it is lower.
+//! uncached tokens actually prefilled it is lower. The uncached share comes
+//! from the server's own usage counts (`1 - cached / usage_prompt_tokens`)
+//! and scales AIPerf's figure, so a client tokenizer that counts the prompt
+//! differently from the server (another tokenizer, a chat template) moves
+//! both alike: only caching makes them differ.
 
 use serde::Serialize;
 
@@ -28,7 +32,8 @@ pub struct PrefillGroup {
     pub records: usize,
     /// Mean of AIPerf's `prefill_throughput_per_user`.
     pub published_mean: Option<f64>,
-    /// Mean of `(usage_prompt_tokens - cached) / TTFT` (tokens/s).
+    /// Mean of `prefill_throughput_per_user x (usage_prompt_tokens -
+    /// cached) / usage_prompt_tokens` (tokens/s).
     pub uncached_mean: Option<f64>,
     /// `(published - uncached) / uncached * 100`.
     pub overstatement_pct: Option<f64>,
@@ -42,7 +47,8 @@ pub fn prefill_groups<'a>(ok: impl Iterator<Item = &'a Record>) -> Vec<PrefillGr
             let prompt = r.values.get(Metric::UsagePromptTokens)?;
             let cached = r.values.get(Metric::UsagePromptCacheReadTokens)?;
             let published = r.values.get(Metric::PrefillThroughputPerUser)?;
-            (ttft > 0.0).then(|| (cached > 0.0, published, (prompt - cached) / (ttft / 1000.0)))
+            let share = (prompt - cached) / prompt;
+            (ttft > 0.0 && prompt > 0.0).then_some((cached > 0.0, published, published * share))
         })
         .collect();
     if rows.is_empty() {

@@ -13,9 +13,9 @@
 
 use serde::Serialize;
 
-use super::server::{counts_for, ServerRate};
+use super::server::{counts_for, Roles, ServerRate};
 use crate::artifacts::records::Record;
-use crate::artifacts::scrapes::Scrape;
+use crate::artifacts::scrapes::ScrapesRead;
 use crate::model::attribution::{self, Exactness, Refusal, SpanSplit, Spans};
 
 /// The headline formula recomputed over the true profiling requests.
@@ -49,19 +49,24 @@ pub type Why = String;
 /// the earliest start of any of the `records`.
 pub fn recompute(
     h: &ServerRate,
-    scrapes: &[Scrape],
+    scrapes: &ScrapesRead,
     records: &[Record],
     first_start: Option<u64>,
     slack_ns: u64,
+    roles: &Roles,
 ) -> Result<RawScrapeRate, Why> {
     let Some((f, num_name, den_name)) = h.source else {
         return Err(format!("{} is not a counter formula", h.formula));
     };
-    let (formula, prefill_only) = (h.formula.as_str(), h.prefill_only);
+    let (formula, role) = (h.formula.as_str(), h.role_filter.as_ref());
     if records.is_empty() {
         return Err("there are no records to attribute the increments to".into());
     }
-    let mut endpoints: Vec<&str> = scrapes.iter().map(|s| s.endpoint_url.as_str()).collect();
+    let mut endpoints: Vec<&str> = scrapes
+        .scrapes
+        .iter()
+        .map(|s| s.endpoint_url.as_str())
+        .collect();
     endpoints.sort_unstable();
     endpoints.dedup();
     let spans = Spans::of(records, slack_ns);
@@ -69,7 +74,7 @@ pub fn recompute(
     for ep in endpoints {
         let series = |name: &str, filter| {
             attribution::cumulative(scrapes, ep, name, |labels| {
-                counts_for(labels, filter, prefill_only)
+                counts_for(Some(ep), labels, filter, role, roles)
             })
         };
         let (num, den) = (

@@ -1,0 +1,224 @@
+//! Evidence for a cause: what AIPerf's phase deltas of one observer can
+//! hold besides their own requests, from the windows, the records and the
+//! raw scrapes (or the timeslices).
+//!
+//! AIPerf takes a phase's delta from the last scrape answered before the
+//! phase starts (its baseline) to the last answered by the phase's end.
+//! The profiling delta therefore holds every warmup observation made after
+//! the profiling baseline's state, and the warmup delta every profiling
+//! observation made before the end-of-warmup scrape's state. Counting
+//! those requests (by the record time of the metric's observation point)
+//! bounds what each cause can explain, with no fixed slack.
+
+use super::{Expected, Found};
+use crate::artifacts::records::{Phase, Record};
+use crate::artifacts::scrapes::{Scrape, ScrapesRead};
+use crate::artifacts::server_metrics::ServerMetricsExport;
+use crate::checks::Ctx;
+use crate::frameworks::ObservedAt;
+use crate::model::observers::Observer;
+
+/// What the windows, records and raw scrapes say one observer's phase
+/// deltas can hold besides their own requests.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Evidence {
+    /// The warmup's requests (an excess of exactly all of them needs no
+    /// timing: the profiling baseline predates warmup).
+    pub warmup_total: Option<f64>,
+    /// At most how many warmup observations fall after AIPerf's profiling
+    /// baseline, and where the baseline comes from (words).
+    pub absorbed: Option<(u64, String)>,
+    /// At most how many profiling observations fall before AIPerf's
+    /// end-of-warmup scrape, and which scrape (words).
+    pub double: Option<(u64, String)>,
+}
+
+impl Evidence {
+    /// Whether warmup observations inside the profiling delta can account
+    /// for a profiling excess of `d`.
+    pub fn absorbed_explains(&self, d: f64) -> bool {
+        match &self.absorbed {
+            Some((n, _)) => d <= *n as f64,
+            None => self
+                .warmup_total
+                .is_some_and(|w| w > 0.0 && (w - d).abs() < 0.5),
+        }
+    }
+
+    /// Whether profiling observations inside the warmup delta can account
+    /// for a warmup excess of `d`.
+    pub fn double_explains(&self, d: f64) -> bool {
+        self.double.as_ref().is_some_and(|(n, _)| d <= *n as f64)
+    }
+}
+
+/// Builds the evidence of each observer of one run.
+pub struct Builder<'a> {
+    records: Option<&'a [Record]>,
+    scrapes: Option<&'a ScrapesRead>,
+    server: &'a ServerMetricsExport,
+    exp_w: Option<Expected>,
+    slack_ns: u64,
+}
+
+/// The earliest and latest time a request's observation at `at` can be
+/// made (ns). Scheduling lies between arrival and the first token.
+fn event(r: &Record, at: ObservedAt) -> (u64, u64) {
+    let first = r.first_token_ns().unwrap_or(r.request_end_ns);
+    match at {
+        ObservedAt::Arrival => (r.request_start_ns, r.request_start_ns),
+        ObservedAt::Scheduled => (r.request_start_ns, first),
+        ObservedAt::FirstToken => (first, first),
+        ObservedAt::Completion => (r.request_end_ns, r.request_end_ns),
+    }
+}
+
+fn ms(a: u64, b: u64) -> f64 {
+    (a as f64 - b as f64) / 1e6
+}
+
+impl Evidence {
+    /// The builder for one run.
+    pub fn builder<'a>(
+        ctx: &'a Ctx<'a>,
+        server: &'a ServerMetricsExport,
+        exp_w: Option<Expected>,
+    ) -> Builder<'a> {
+        Builder {
+            records: ctx.records(),
+            scrapes: ctx.run.scrapes.as_ref(),
+            server,
+            exp_w,
+            slack_ns: (ctx.settings.phase.match_slack_ms * 1e6) as u64,
+        }
+    }
+}
+
+impl Builder<'_> {
+    /// The requests of `phase` whose observation at `at` can be made after
+    /// `t` (`after`), or by `t` (not `after`).
+    fn count(&self, phase: Phase, at: ObservedAt, t: u64, after: bool) -> Option<u64> {
+        let rs = self.records?;
+        let n = rs
+            .iter()
+            .filter(|r| r.phase == phase && r.is_success())
+            .filter(|r| {
+                let (lo, hi) = event(r, at);
+                if after {
+                    hi.saturating_add(self.slack_ns) > t
+                } else {
+                    lo <= t.saturating_add(self.slack_ns)
+                }
+            })
+            .count();
+        Some(n as u64)
+    }
+
+    /// The observer's endpoint's scrapes in state order, with their state
+    /// times.
+    fn scrapes_of(&self, o: &Observer) -> Option<Vec<(&Scrape, u64)>> {
+        let ep = o.endpoint.as_deref()?;
+        let by_ep = self.scrapes?.by_endpoint();
+        by_ep.get(ep).cloned()
+    }
+
+    /// The evidence of one observer of `f`.
+    pub fn of(&self, f: &Found, o: &Observer) -> Evidence {
+        let Some(p) = self.server.window("profiling") else {
+            return Evidence::default();
+        };
+        let scrapes = self.scrapes_of(o);
+        let at = f.def.observed_at;
+        Evidence {
+            warmup_total: self.exp_w.map(|e| e.min as f64),
+            absorbed: self.absorbed(f, o, at, p.start_ns, scrapes.as_deref()),
+            double: self
+                .server
+                .window("warmup")
+                .and_then(|w| self.double(at, p.start_ns, w.end_ns, scrapes.as_deref())),
+        }
+    }
+
+    /// The warmup observations after AIPerf's profiling baseline: the last
+    /// scrape answered before profiling started, else the first timeslice.
+    fn absorbed(
+        &self,
+        f: &Found,
+        o: &Observer,
+        at: ObservedAt,
+        ps: u64,
+        scrapes: Option<&[(&Scrape, u64)]>,
+    ) -> Option<(u64, String)> {
+        let baseline = scrapes.and_then(|list| {
+            list.iter()
+                .filter(|(s, _)| s.timestamp_ns < ps)
+                .max_by_key(|(s, _)| s.timestamp_ns)
+                .map(|(s, t)| (s.line, *t))
+        });
+        let first_slice = [f.profiling]
+            .into_iter()
+            .flatten()
+            .flat_map(|fam| fam.series.iter())
+            .filter(|s| o.contains(s.endpoint_url.as_deref().unwrap_or(""), &s.labels))
+            .filter_map(|s| s.timeslices.as_ref()?.first()?.start_ns)
+            .min();
+        match (baseline, first_slice) {
+            (Some((line, t)), _) => {
+                let when = if t < ps {
+                    format!(
+                        "is the scrape at line {line}, taken {:.1} ms before profiling started",
+                        ms(ps, t)
+                    )
+                } else {
+                    format!("(the scrape at line {line}) does not predate profiling")
+                };
+                Some((self.count(Phase::Warmup, at, t, true)?, when))
+            }
+            (None, Some(t)) if t < ps => {
+                let when = format!(
+                    "starts with its first timeslice, {:.1} ms before profiling started",
+                    ms(ps, t)
+                );
+                Some((self.count(Phase::Warmup, at, t, true)?, when))
+            }
+            _ => None,
+        }
+    }
+
+    /// The profiling observations by AIPerf's end-of-warmup scrape: the
+    /// last answered by warmup's end (else the window's end).
+    fn double(
+        &self,
+        at: ObservedAt,
+        ps: u64,
+        we: u64,
+        scrapes: Option<&[(&Scrape, u64)]>,
+    ) -> Option<(u64, String)> {
+        let end = scrapes.and_then(|list| {
+            list.iter()
+                .filter(|(s, _)| s.timestamp_ns <= we)
+                .max_by_key(|(s, _)| s.timestamp_ns)
+                .map(|(s, t)| (s.line, *t))
+        });
+        let (t, what) = match end {
+            Some((line, t)) => (
+                t,
+                format!(
+                    "(line {line}) reflects the server {:.1} ms after profiling started",
+                    ms(t, ps)
+                ),
+            ),
+            None => (
+                we,
+                format!(
+                    "closes the window {:.1} ms after profiling started",
+                    ms(we, ps)
+                ),
+            ),
+        };
+        if t <= ps {
+            return Some((0, what));
+        }
+        Some((self.count(Phase::Profiling, at, t, false)?, what))
+    }
+}

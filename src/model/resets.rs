@@ -1,0 +1,263 @@
+//! Resets of cumulative server series, found in the raw scrapes.
+//!
+//! Only families the export types as counters or histograms are cumulative:
+//! a gauge (`vllm:num_requests_running`, `sglang:cache_hit_rate`) goes down
+//! all the time. A drop needs evidence before it is called a reset: two
+//! scrapes in flight together can be answered out of order, so scrapes are
+//! read in the order they were sent
+//! ([`crate::artifacts::scrapes::Scrape::order_key`]), and a drop is a reset
+//! when the process start time changed or the drop persists (the series'
+//! next scrape is still below its old value). Every check that reads server
+//! counters gets the same list.
+//!
+//! Series born mid-run ([`births`]): a labelled series exists only from its
+//! first observation on (SGLang's `cached_tokens` at the first cache hit,
+//! TensorRT-LLM's request histograms at the first finished request). AIPerf
+//! computes a phase's delta from the phase's first value of a series its
+//! baseline lacks, so the increments that created the series are lost.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::artifacts::scrapes::{Scrape, ScrapesRead};
+use crate::artifacts::server_metrics::{ServerMetricsExport, Window};
+use crate::frameworks::{canonical, PROCESS_START};
+
+/// Labels of one series.
+type Labels = BTreeMap<String, String>;
+
+/// One series that fell at a reset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Drop {
+    /// Family, as in the scrapes.
+    pub family: String,
+    /// Its labels.
+    pub labels: Labels,
+    /// Value in the scrape before.
+    pub before: f64,
+    /// Value in the scrape after.
+    pub after: f64,
+}
+
+/// A reset of one endpoint's counters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reset {
+    /// Endpoint URL.
+    pub endpoint: String,
+    /// Lines (in the raw-scrape file) of the scrapes before and after it.
+    pub lines: (u64, u64),
+    /// The latest state times of those scrapes: the reset happened in
+    /// between (ns).
+    pub between_ns: (u64, u64),
+    /// The process start time before and after, when it changed.
+    pub restart: Option<(f64, f64)>,
+    /// Every series that fell.
+    pub drops: Vec<Drop>,
+    /// Whether the evidence makes it a reset (the process start time
+    /// changed, or the drop persists); otherwise a drop that cannot be told
+    /// from a stale answer or a reset followed by fast growth.
+    pub confirmed: bool,
+}
+
+impl Reset {
+    /// Whether it can have happened inside `w`.
+    pub fn within(&self, w: Window) -> bool {
+        self.between_ns.1 > w.start_ns && self.between_ns.0 < w.end_ns
+    }
+
+    /// The distinct families that fell.
+    pub fn families(&self) -> BTreeSet<&str> {
+        self.drops.iter().map(|d| d.family.as_str()).collect()
+    }
+}
+
+/// A cumulative series that first appears after its endpoint was already
+/// scraped without it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Birth {
+    /// Endpoint URL.
+    pub endpoint: String,
+    /// Family, as in the scrapes.
+    pub family: String,
+    /// Its labels.
+    pub labels: Labels,
+    /// Lines of the last scrape without it and the first with it.
+    pub lines: (u64, u64),
+    /// Their state times: it was created in between (ns).
+    pub between_ns: (u64, u64),
+    /// Its first value: what a delta from it loses.
+    pub first_value: f64,
+}
+
+impl Birth {
+    /// Whether it can have been created inside `w`.
+    pub fn within(&self, w: Window) -> bool {
+        self.between_ns.1 > w.start_ns && self.between_ns.0 < w.end_ns
+    }
+}
+
+/// Every series of a cumulative family that appears, with a value above 0,
+/// after its endpoint was scraped without it (and the family was scraped
+/// there: a family that appears whole with its first series is new too).
+pub fn births(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Birth> {
+    let cumulative = server.cumulative_families();
+    let mut out = Vec::new();
+    for (ep, list) in read.by_endpoint() {
+        let mut seen: BTreeSet<(&str, &Labels)> = BTreeSet::new();
+        for (i, (s, t)) in list.iter().enumerate() {
+            for (fam, samples) in &s.metrics {
+                if !cumulative.contains(canonical(fam)) {
+                    continue;
+                }
+                for sample in samples {
+                    if !seen.insert((fam.as_str(), &sample.labels)) || i == 0 {
+                        continue;
+                    }
+                    let Some(v) = sample.cumulative().filter(|v| *v > 0.0) else {
+                        continue;
+                    };
+                    let (prev, t0) = &list[i - 1];
+                    out.push(Birth {
+                        endpoint: ep.to_string(),
+                        family: fam.clone(),
+                        labels: sample.labels.clone(),
+                        lines: (prev.line, s.line),
+                        between_ns: (*t0, *t),
+                        first_value: v,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every reset in the raw scrapes, endpoint by endpoint, in time order:
+/// `confirmed` when the evidence makes it one; unconfirmed when a drop
+/// comes at the end and nothing after it can tell. A drop the series climbs
+/// back from is a stale answer and left out.
+pub fn detect(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Reset> {
+    let cumulative = server.cumulative_families();
+    let mut out = Vec::new();
+    for (ep, list) in read.by_endpoint() {
+        let scrapes: Vec<&Scrape> = list.iter().map(|(s, _)| *s).collect();
+        let times: Vec<u64> = list.iter().map(|(_, t)| *t).collect();
+        let mut last: BTreeMap<(&str, &Labels), f64> = BTreeMap::new();
+        let mut start: Option<f64> = None;
+        for (i, s) in scrapes.iter().enumerate() {
+            let mut restart = None;
+            if let Some(v) = s.samples(PROCESS_START).and_then(|x| x.first()?.value) {
+                if let Some(prev) = start.filter(|p| (p - v).abs() > 1e-6) {
+                    restart = Some((prev, v));
+                }
+                start = Some(v);
+            }
+            let mut drops = Vec::new();
+            for (fam, samples) in &s.metrics {
+                if !cumulative.contains(canonical(fam)) {
+                    continue;
+                }
+                for sample in samples {
+                    let Some(v) = sample.cumulative() else {
+                        continue;
+                    };
+                    if let Some(prev) = last.insert((fam.as_str(), &sample.labels), v) {
+                        if v < prev - 1e-9 * prev.abs().max(1.0) {
+                            drops.push(Drop {
+                                family: fam.clone(),
+                                labels: sample.labels.clone(),
+                                before: prev,
+                                after: v,
+                            });
+                        }
+                    }
+                }
+            }
+            if drops.is_empty() || i == 0 {
+                continue;
+            }
+            let later = &scrapes[i + 1..];
+            let confirmed = restart.is_some() || persists(later, &drops);
+            // A drop the next scrape climbs back from is a stale answer (two
+            // scrapes in flight together, answered in another order than
+            // either order tells): not a reset. Only one nothing comes after
+            // stays undecided.
+            if !confirmed && seen_again(later, &drops) {
+                continue;
+            }
+            out.push(Reset {
+                endpoint: ep.to_string(),
+                lines: (scrapes[i - 1].line, s.line),
+                between_ns: (times[i - 1], times[i]),
+                restart,
+                drops,
+                confirmed,
+            });
+        }
+    }
+    out
+}
+
+/// Whether a later scrape carries any of the dropped series.
+fn seen_again(later: &[&Scrape], drops: &[Drop]) -> bool {
+    drops.iter().any(|d| {
+        later.iter().any(|s| {
+            s.metrics
+                .get(&d.family)
+                .is_some_and(|xs| xs.iter().any(|x| x.labels == d.labels))
+        })
+    })
+}
+
+/// Whether a drop persists: the next scrape with each series is still below
+/// the old value for most of the dropped series. A drop at the last scrape
+/// persists when several families fell together.
+fn persists(later: &[&Scrape], drops: &[Drop]) -> bool {
+    let (mut below, mut seen) = (0usize, 0usize);
+    for d in drops {
+        let next = later.iter().find_map(|s| {
+            s.metrics
+                .get(&d.family)?
+                .iter()
+                .find(|x| x.labels == d.labels)?
+                .cumulative()
+        });
+        if let Some(v) = next {
+            seen += 1;
+            below += usize::from(v < d.before);
+        }
+    }
+    if seen == 0 {
+        let families: BTreeSet<&str> = drops.iter().map(|d| d.family.as_str()).collect();
+        return families.len() > 1;
+    }
+    2 * below > seen
+}
+
+/// The growth of a family on one endpoint over window `w`, read
+/// reset-aware: each increment, and after a reset the value it restarted
+/// to (the growth before the first scrape after the restart is not seen: a
+/// lower bound). The window runs from the last scrape before it starts
+/// (AIPerf's baseline) to the first at or after it ends.
+pub fn growth(read: &ScrapesRead, endpoint: &str, family: &str, w: Window) -> Option<f64> {
+    let by_ep = read.by_endpoint();
+    let list = by_ep.get(endpoint)?;
+    let times: Vec<u64> = list.iter().map(|(_, t)| *t).collect();
+    let first = times.iter().rposition(|t| *t < w.start_ns).unwrap_or(0);
+    let last = times
+        .iter()
+        .position(|t| *t >= w.end_ns)
+        .unwrap_or(times.len().saturating_sub(1))
+        .max(first);
+    let mut prev: BTreeMap<&Labels, f64> = BTreeMap::new();
+    let (mut growth, mut any) = (0.0, false);
+    for (s, _) in &list[first..=last] {
+        for x in s.samples(family).into_iter().flatten() {
+            let Some(v) = x.cumulative() else { continue };
+            any = true;
+            if let Some(p) = prev.insert(&x.labels, v) {
+                growth += if v >= p { v - p } else { v };
+            }
+        }
+    }
+    any.then_some(growth)
+}
