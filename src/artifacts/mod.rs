@@ -278,7 +278,7 @@ pub fn load(dir: &Path) -> RunArtifacts {
     });
     run.scrapes = read_lines(dir, scrapes::FILE, f, |file, _| scrapes::read_from(file));
     if let (Some(sc), Some(server)) = (run.scrapes.as_mut(), run.server.as_ref()) {
-        sc.cumulative = server.cumulative_families();
+        sc.set_cumulative(server.cumulative_families());
     }
     if let Some(r) = run.records.as_mut() {
         f.append(&mut r.findings);

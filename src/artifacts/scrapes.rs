@@ -91,34 +91,60 @@ pub struct ScrapesRead {
     /// names), set once the export is read: what only grows, and so what
     /// tells the state order. Empty: histogram counts alone tell it.
     pub cumulative: BTreeSet<String>,
+    /// Per endpoint, the scrapes (indices into `scrapes`) in state order with
+    /// their state times: computed once, on first use.
+    order: std::sync::OnceLock<BTreeMap<String, Vec<(usize, u64)>>>,
 }
 
 impl ScrapesRead {
+    /// Sets the families that only grow (before the first ordered read).
+    pub fn set_cumulative(&mut self, cumulative: BTreeSet<String>) {
+        self.cumulative = cumulative;
+        self.order = std::sync::OnceLock::new();
+    }
+
+    fn order(&self) -> &BTreeMap<String, Vec<(usize, u64)>> {
+        self.order.get_or_init(|| {
+            let mut per: BTreeMap<&str, Vec<(&Scrape, u64)>> = BTreeMap::new();
+            for s in &self.scrapes {
+                per.entry(s.endpoint_url.as_str())
+                    .or_default()
+                    .push((s, s.timestamp_ns));
+            }
+            let index: BTreeMap<u64, usize> = self
+                .scrapes
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.line, i))
+                .collect();
+            per.into_iter()
+                .map(|(ep, mut list)| {
+                    state_order(&mut list, &self.cumulative);
+                    let ids = list.iter().map(|(s, t)| (index[&s.line], *t)).collect();
+                    (ep.to_string(), ids)
+                })
+                .collect()
+        })
+    }
+
     /// The scrapes of each endpoint in state order ([`state_order`]), with
     /// the latest time each one's state can be from.
     pub fn by_endpoint(&self) -> BTreeMap<&str, Vec<(&Scrape, u64)>> {
-        let mut out: BTreeMap<&str, Vec<(&Scrape, u64)>> = BTreeMap::new();
-        for s in &self.scrapes {
-            out.entry(s.endpoint_url.as_str())
-                .or_default()
-                .push((s, s.timestamp_ns));
-        }
-        for list in out.values_mut() {
-            state_order(list, &self.cumulative);
-        }
-        out
+        self.order()
+            .iter()
+            .map(|(ep, ids)| {
+                let list = ids.iter().map(|(i, t)| (&self.scrapes[*i], *t)).collect();
+                (ep.as_str(), list)
+            })
+            .collect()
     }
 
     /// One endpoint's scrapes in state order.
     pub fn of_endpoint(&self, endpoint: &str) -> Vec<(&Scrape, u64)> {
-        let mut list: Vec<(&Scrape, u64)> = self
-            .scrapes
-            .iter()
-            .filter(|s| s.endpoint_url == endpoint)
-            .map(|s| (s, s.timestamp_ns))
-            .collect();
-        state_order(&mut list, &self.cumulative);
-        list
+        self.order()
+            .get(endpoint)
+            .map(|ids| ids.iter().map(|(i, t)| (&self.scrapes[*i], *t)).collect())
+            .unwrap_or_default()
     }
 }
 

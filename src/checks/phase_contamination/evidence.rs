@@ -10,6 +10,8 @@
 //! those requests (by the record time of the metric's observation point)
 //! bounds what each cause can explain, with no fixed slack.
 
+use std::collections::BTreeMap;
+
 use super::{Expected, Found};
 use crate::artifacts::records::{Phase, Record};
 use crate::artifacts::scrapes::{Scrape, ScrapesRead};
@@ -52,9 +54,20 @@ impl Evidence {
     }
 }
 
+/// The earliest and the latest event times of some requests, each sorted.
+type EventTimes = (Vec<u64>, Vec<u64>);
+
 /// Builds the evidence of each observer of one run.
 pub struct Builder<'a> {
-    records: Option<&'a [Record]>,
+    /// The successful requests whose observations can fall near the phase
+    /// boundary: every warmup request, and the profiling requests that
+    /// started by the end of the warmup window (a later one's events all
+    /// come after every scrape the warmup delta ends at). One walk over the
+    /// records, not one per observer.
+    near: Option<Vec<&'a Record>>,
+    /// Per (observation point, phase): the earliest and the latest event
+    /// times of `near`, each sorted, built on first use.
+    times: std::cell::RefCell<BTreeMap<(ObservedAt, Phase), EventTimes>>,
     scrapes: Option<&'a ScrapesRead>,
     server: &'a ServerMetricsExport,
     exp_w: Option<Expected>,
@@ -84,12 +97,23 @@ impl Evidence {
         server: &'a ServerMetricsExport,
         exp_w: Option<Expected>,
     ) -> Builder<'a> {
+        let ps = server.window("profiling").map(|w| w.start_ns);
+        let we = server.window("warmup").map(|w| w.end_ns);
+        let slack_ns = (ctx.settings.phase.match_slack_ms * 1e6) as u64;
+        let horizon = ps.max(we).unwrap_or(u64::MAX).saturating_add(slack_ns);
+        let near = ctx.records().map(|rs| {
+            rs.iter()
+                .filter(|r| r.is_success())
+                .filter(|r| r.phase == Phase::Warmup || r.request_start_ns <= horizon)
+                .collect()
+        });
         Builder {
-            records: ctx.records(),
+            near,
+            times: Default::default(),
             scrapes: ctx.run.scrapes.as_ref(),
             server,
             exp_w,
-            slack_ns: (ctx.settings.phase.match_slack_ms * 1e6) as u64,
+            slack_ns,
         }
     }
 }
@@ -98,19 +122,24 @@ impl Builder<'_> {
     /// The requests of `phase` whose observation at `at` can be made after
     /// `t` (`after`), or by `t` (not `after`).
     fn count(&self, phase: Phase, at: ObservedAt, t: u64, after: bool) -> Option<u64> {
-        let rs = self.records?;
-        let n = rs
-            .iter()
-            .filter(|r| r.phase == phase && r.is_success())
-            .filter(|r| {
-                let (lo, hi) = event(r, at);
-                if after {
-                    hi.saturating_add(self.slack_ns) > t
-                } else {
-                    lo <= t.saturating_add(self.slack_ns)
-                }
-            })
-            .count();
+        let rs = self.near.as_ref()?;
+        let mut times = self.times.borrow_mut();
+        let (lo, hi) = times.entry((at, phase)).or_insert_with(|| {
+            let (mut lo, mut hi): (Vec<u64>, Vec<u64>) = rs
+                .iter()
+                .filter(|r| r.phase == phase)
+                .map(|r| event(r, at))
+                .unzip();
+            lo.sort_unstable();
+            hi.sort_unstable();
+            (lo, hi)
+        });
+        let slack = self.slack_ns;
+        let n = if after {
+            hi.len() - hi.partition_point(|x| x.saturating_add(slack) <= t)
+        } else {
+            lo.partition_point(|x| *x <= t.saturating_add(slack))
+        };
         Some(n as u64)
     }
 
