@@ -69,6 +69,7 @@ pub fn boundary_requests(
     records: &[Record],
     diff: f64,
     profiling_start_ns: Option<u64>,
+    warmup_end_ns: Option<u64>,
 ) -> Option<Crossing<'_>> {
     let find = |rs, key, rev| shortest_run(rs, key, rev, diff.abs());
     let succ = |phase| {
@@ -97,7 +98,14 @@ pub fn boundary_requests(
             how,
             requests,
         })
-    } else if let Some(requests) = find(succ(Phase::Profiling), |r| r.request_start_ns, false) {
+    } else if let Some(requests) = shortest_run(
+        // Only requests that started while the warmup window was open can
+        // have been counted in it (the phase check's overlap counts them).
+        succ(Phase::Profiling).filter(|r| warmup_end_ns.is_none_or(|we| r.request_start_ns < we)),
+        |r| r.request_start_ns,
+        false,
+        diff.abs(),
+    ) {
         Some(Crossing {
             phase: Phase::Profiling,
             how: "were the first to start in profiling, counted before the warmup window closed"
@@ -252,5 +260,29 @@ mod tests {
                 assert_eq!(got, want, "latest_first {latest_first}, n {n}");
             }
         }
+    }
+
+    fn rec(line: u64, start: u64, prompt: f64) -> Record {
+        let mut values = Values::default();
+        values.set(Metric::UsagePromptTokens, Some(prompt));
+        let mut r = Record::with_values(values);
+        r.line = line;
+        r.request_start_ns = start;
+        r.request_end_ns = start + 10;
+        r
+    }
+
+    #[test]
+    fn a_deficit_is_only_blamed_on_requests_that_started_while_warmup_was_open() {
+        // Profiling starts at 100, warmup closes at 150: only the request
+        // that started at 120 can have been counted in warmup.
+        let records = [rec(1, 120, 30.0), rec(2, 200, 40.0), rec(3, 300, 50.0)];
+        let c = boundary_requests(&records, -30.0, Some(100), Some(150)).expect("found");
+        assert_eq!(c.requests.len(), 1);
+        assert!(c.how.contains("before the warmup window closed"));
+        // 70 tokens would need the request of 200, which started after the
+        // window closed: not "counted before it closed".
+        let c = boundary_requests(&records, -70.0, Some(100), Some(150));
+        assert!(c.is_none_or(|c| !c.how.contains("before the warmup window closed")));
     }
 }

@@ -360,7 +360,16 @@ impl Pass<'_> {
         let counter_cause = self.counter_cause();
         let crossing = match counter_cause {
             Some(_) => None,
-            None => boundary::boundary_requests(self.records, diff, profiling_start),
+            None => {
+                let warmup_end = self
+                    .ctx
+                    .model
+                    .warmup
+                    .as_ref()
+                    .and_then(|w| w.server_window_ns);
+                let we = warmup_end.map(|w| w.1);
+                boundary::boundary_requests(self.records, diff, profiling_start, we)
+            }
         };
         let attribution = match (&crossing, &counter_cause) {
             (_, Some(cause)) => format!("; {cause}"),
