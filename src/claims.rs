@@ -90,12 +90,13 @@ pub fn quantity(name: &str) -> Option<Quantity> {
 #[derive(Debug, thiserror::Error)]
 pub enum ClaimsError {
     /// The file could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {why}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why (shown in the message; not a `source`, so an error chain
+        /// does not print it twice).
+        why: std::io::Error,
     },
     /// Not valid TOML, or an unknown key (the message names it and its line).
     #[error("{}: {message}", path.display())]
@@ -117,6 +118,20 @@ pub enum ClaimsError {
         /// The claim's name.
         name: String,
     },
+    /// A value or tolerance that is not a finite number, or a negative
+    /// tolerance: nothing could be held to it.
+    #[error("{}: claim {name:?}: {key} = {value} must be a finite number{}", path.display(),
+        if *key == "value" { "" } else { " >= 0" })]
+    BadNumber {
+        /// The file.
+        path: PathBuf,
+        /// The claim's name.
+        name: String,
+        /// `value`, `tolerance` or `tolerance-pct`.
+        key: &'static str,
+        /// What it is.
+        value: f64,
+    },
     /// A claim without a tolerance cannot be held to anything.
     #[error("{}: claim {name:?} has no tolerance or tolerance-pct", path.display())]
     NoTolerance {
@@ -129,9 +144,9 @@ pub enum ClaimsError {
 
 /// Reads a claims file; any unknown name or key is an error naming it.
 pub fn read(path: &Path) -> Result<Vec<Claim>, ClaimsError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ClaimsError::Read {
+    let text = crate::files::read_regular_to_string(path).map_err(|why| ClaimsError::Read {
         path: path.to_path_buf(),
-        source,
+        why,
     })?;
     let file: ClaimsFile = toml::from_str(&text).map_err(|e| ClaimsError::Syntax {
         path: path.to_path_buf(),
@@ -144,6 +159,22 @@ pub fn read(path: &Path) -> Result<Vec<Claim>, ClaimsError> {
                 path: path.to_path_buf(),
                 name: c.name.clone(),
             })?;
+            let numbers = [
+                ("value", Some(c.value)),
+                ("tolerance", c.tolerance),
+                ("tolerance-pct", c.tolerance_pct),
+            ];
+            for (key, v) in numbers {
+                let Some(v) = v else { continue };
+                if !v.is_finite() || (key != "value" && v < 0.0) {
+                    return Err(ClaimsError::BadNumber {
+                        path: path.to_path_buf(),
+                        name: c.name,
+                        key,
+                        value: v,
+                    });
+                }
+            }
             if c.tolerance.is_none() && c.tolerance_pct.is_none() {
                 return Err(ClaimsError::NoTolerance {
                     path: path.to_path_buf(),

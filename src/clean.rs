@@ -16,9 +16,11 @@ use serde::Serialize;
 
 use crate::artifacts::records::{Metric, Record};
 use crate::config::Settings;
+use crate::files::{self, OutputError, Protected};
 use crate::model::connection::classify;
 use crate::model::selection::{select, statistics, Selection};
 pub use crate::model::selection::{DropReason, Dropped, Exclusions};
+use crate::report::escape::csv_cell;
 use crate::stats;
 
 /// Why the clean export could not be written.
@@ -27,14 +29,10 @@ pub enum CleanError {
     /// The run has no readable `profile_export.jsonl`.
     #[error("{0}: no readable profile_export.jsonl; nothing to clean")]
     NoRecords(PathBuf),
-    /// DIR is the run directory or inside it.
-    #[error("refusing to write into the audited run directory: {out} is inside {run}")]
-    InsideRun {
-        /// The output directory.
-        out: PathBuf,
-        /// The run.
-        run: PathBuf,
-    },
+    /// DIR (or a file in it) is the run directory or inside it, or a file
+    /// could not be written.
+    #[error(transparent)]
+    Output(#[from] OutputError),
     /// A file exists and `--force` was not given.
     #[error("{0} already exists; pass --force to replace it")]
     Exists(PathBuf),
@@ -42,7 +40,7 @@ pub enum CleanError {
     #[error("Parquet output needs the `parquet` cargo feature: cargo build --release --features parquet")]
     NoParquet,
     /// An I/O error on a named path.
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         /// The path.
         path: PathBuf,
@@ -71,6 +69,9 @@ pub struct CleanSummary {
     pub dropped_by_reason: BTreeMap<DropReason, usize>,
     /// Every dropped record.
     pub dropped: Vec<Dropped>,
+    /// Problems reading `profile_export.jsonl` (a line each, with its
+    /// number): those records are not in the export.
+    pub unreadable: Vec<String>,
     /// Statistics over the kept successful records, per metric tag.
     pub metrics: BTreeMap<&'static str, stats::Summary>,
     /// Files written.
@@ -93,18 +94,24 @@ pub fn export(
         let path = path.to_path_buf();
         move |source| CleanError::Io { path, source }
     };
-    let records = crate::artifacts::records::read(&run_dir.join(crate::artifacts::records::FILE))
-        .map_err(|_| CleanError::NoRecords(run_dir.to_path_buf()))?
-        .records;
+    // Refused before anything is created: DIR inside the run (after `..`
+    // and symlinks), and later each file (a symlink in DIR could lead back).
+    let protected = Protected::new([run_dir]);
+    protected.check(out)?;
+    let read = crate::artifacts::records::read(&run_dir.join(crate::artifacts::records::FILE))
+        .map_err(|_| CleanError::NoRecords(run_dir.to_path_buf()))?;
+    // A line that could not be read is never dropped silently: it is listed
+    // in summary.json and the command exits 1.
+    let unreadable: Vec<String> = read
+        .findings
+        .iter()
+        .map(|f| match f.line {
+            Some(l) => format!("line {l}: {}", f.message),
+            None => f.message.clone(),
+        })
+        .collect();
+    let records = read.records;
     fs::create_dir_all(out).map_err(io_err(out))?;
-    let run_abs = run_dir.canonicalize().map_err(io_err(run_dir))?;
-    let out_abs = out.canonicalize().map_err(io_err(out))?;
-    if out_abs.starts_with(&run_abs) {
-        return Err(CleanError::InsideRun {
-            out: out_abs,
-            run: run_abs,
-        });
-    }
     let mut names = vec!["requests.csv", "summary.json"];
     if parquet {
         names.push("requests.parquet");
@@ -125,11 +132,11 @@ pub fn export(
     let metrics = statistics(&kept);
 
     let csv_path = out.join("requests.csv");
-    write_atomic(&csv_path, |w| write_csv(&kept, settings, w)).map_err(io_err(&csv_path))?;
+    files::write(&csv_path, &protected, |w| write_csv(&kept, settings, w))?;
     #[cfg(feature = "parquet")]
     if parquet {
         let p = out.join("requests.parquet");
-        write_atomic(&p, |w| parquet::write(&kept, settings, w)).map_err(io_err(&p))?;
+        files::write(&p, &protected, |w| parquet::write(&kept, settings, w))?;
     }
     let summary = CleanSummary {
         run: run_dir.display().to_string(),
@@ -140,6 +147,7 @@ pub fn export(
         kept_unknown_connection: kept_unknown,
         dropped_by_reason: by_reason,
         dropped,
+        unreadable,
         metrics,
         files: names
             .iter()
@@ -147,11 +155,10 @@ pub fn export(
             .collect(),
     };
     let sp = out.join("summary.json");
-    write_atomic(&sp, |w| {
+    files::write(&sp, &protected, |w| {
         serde_json::to_writer_pretty(&mut *w, &summary).map_err(io::Error::other)?;
         writeln!(w)
-    })
-    .map_err(io_err(&sp))?;
+    })?;
     Ok(summary)
 }
 
@@ -180,10 +187,12 @@ fn write_csv(kept: &[&Record], settings: &Settings, w: &mut dyn Write) -> io::Re
     csv.write_record(header())?;
     for r in kept {
         let opt = |v: Option<String>| v.unwrap_or_default();
+        // Ids are input text: never a formula when the CSV is opened.
+        let text = |v: Option<String>| csv_cell(&opt(v)).into_owned();
         let mut row = vec![
             r.line.to_string(),
-            opt(r.x_request_id.as_ref().map(ToString::to_string)),
-            opt(r.conversation_id.as_ref().map(ToString::to_string)),
+            text(r.x_request_id.as_ref().map(ToString::to_string)),
+            text(r.conversation_id.as_ref().map(ToString::to_string)),
             opt(r.session_num.map(|v| v.to_string())),
             opt(r.turn_index.map(|v| v.to_string())),
             classify(r, &settings.cold).as_str().to_string(),
@@ -199,27 +208,6 @@ fn write_csv(kept: &[&Record], settings: &Settings, w: &mut dyn Write) -> io::Re
         csv.write_record(&row)?;
     }
     csv.flush()
-}
-
-/// Writes a file atomically: into a temporary file in the same directory,
-/// synced, then renamed over `path`.
-pub fn write_atomic(
-    path: &Path,
-    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    {
-        let mut buf = io::BufWriter::new(tmp.as_file_mut());
-        write(&mut buf)?;
-        buf.flush()?;
-    }
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 #[cfg(feature = "parquet")]

@@ -75,7 +75,7 @@ pub struct AuditArgs {
     /// Never report these finding codes (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "CODES")]
     pub ignore: Vec<String>,
-    /// Check this many runs in parallel [default: all cores].
+    /// Check this many runs in parallel [default and maximum: the cores].
     #[arg(long, short)]
     pub jobs: Option<usize>,
     /// Never colour the output (also: the NO_COLOR environment variable).

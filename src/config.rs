@@ -126,12 +126,13 @@ pub struct Settings {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// A file could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {why}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: io::Error,
+        /// Why (shown in the message; not a `source`, so an error chain
+        /// does not print it twice).
+        why: io::Error,
     },
     /// A file is not valid TOML or has an unknown key (the message names
     /// the key and the line).
@@ -333,9 +334,9 @@ pub fn find_config(start: &Path) -> Option<PathBuf> {
 
 /// Reads and parses a configuration file.
 pub fn read_config(path: &Path) -> Result<Layer, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+    let text = crate::files::read_regular_to_string(path).map_err(|why| ConfigError::Read {
         path: path.to_path_buf(),
-        source,
+        why,
     })?;
     toml::from_str(&text).map_err(|e| ConfigError::Syntax {
         path: path.to_path_buf(),

@@ -275,9 +275,10 @@ impl Finding {
         self
     }
 
-    /// Sets the field path.
+    /// Sets the field path (unset when the path says nothing: empty, `.`,
+    /// or only the `?` a parser writes for a position it cannot name).
     pub fn field(mut self, field: impl Into<String>) -> Finding {
-        self.field = Some(field.into());
+        self.field = known_path(&field.into());
         self
     }
 
@@ -306,6 +307,14 @@ impl Finding {
         self
     }
 
+    /// How many findings this one counts as not listed (see [`cap`]).
+    pub fn not_listed(&self) -> Option<u64> {
+        self.effect
+            .iter()
+            .find(|e| e.quantity == "not_listed")
+            .map(|e| e.value as u64)
+    }
+
     /// Adds an effect size.
     pub fn effect(mut self, quantity: &'static str, value: f64, unit: Unit) -> Finding {
         if value.is_finite() {
@@ -319,9 +328,113 @@ impl Finding {
     }
 }
 
+/// A field path without its trailing unknown (`?`) segments; `None` when
+/// nothing is left.
+pub fn known_path(path: &str) -> Option<String> {
+    let mut p = path.trim();
+    loop {
+        let before = p;
+        p = p.trim_end_matches('?').trim_end_matches('.');
+        if p == before {
+            break;
+        }
+    }
+    (!p.is_empty()).then(|| p.to_string())
+}
+
+/// At most this many findings of one code are listed per file of a run;
+/// the rest are counted in one more finding (see [`cap`]).
+pub const MAX_LISTED: usize = 100;
+
+/// Keeps the first [`MAX_LISTED`] findings of each (code, file) in order
+/// and puts, after them, one finding per group that had more saying how
+/// many are not listed: a file of a million bad lines is a bounded report.
+pub fn cap(findings: &mut Vec<Finding>) {
+    type Group = (&'static str, Option<String>);
+    // Per group: findings seen, and those already counted by a reader's
+    // own "not listed" finding (merged into the one made here).
+    let mut seen: BTreeMap<Group, (usize, u64)> = BTreeMap::new();
+    for f in findings.iter() {
+        let g = seen.entry((f.code.as_str(), f.file.clone())).or_default();
+        match f.not_listed() {
+            Some(n) => g.1 += n,
+            None => g.0 += 1,
+        }
+    }
+    let mut listed: BTreeMap<Group, usize> = BTreeMap::new();
+    let mut order = Vec::new();
+    findings.retain(|f| {
+        let key = (f.code.as_str(), f.file.clone());
+        let (total, counted) = seen[&key];
+        if total <= MAX_LISTED && counted == 0 {
+            return true;
+        }
+        if f.not_listed().is_some() {
+            return false;
+        }
+        let n = listed.entry(key.clone()).or_insert(0);
+        *n += 1;
+        if *n == 1 {
+            order.push((f.code, key.1));
+        }
+        *n <= MAX_LISTED
+    });
+    for (code, file) in order {
+        let (total, counted) = seen[&(code.as_str(), file.clone())];
+        let n = total.saturating_sub(MAX_LISTED) as u64 + counted;
+        if n > 0 {
+            findings.push(not_listed(code, file, n));
+        }
+    }
+}
+
+/// The finding that counts `n` more findings of `code` in `file` that are
+/// not listed.
+pub fn not_listed(code: Code, file: Option<String>, n: u64) -> Finding {
+    let mut f = Finding::new(
+        code,
+        format!(
+            "{n} more {} finding(s){} are not listed (at most {MAX_LISTED} of a code are listed \
+             per file)",
+            code.as_str(),
+            file.as_deref()
+                .map(|f| format!(" in {f}"))
+                .unwrap_or_default()
+        ),
+    )
+    .effect("not_listed", n as f64, Unit::Count);
+    f.file = file;
+    f
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknown_path_segments_are_dropped() {
+        assert_eq!(known_path("?"), None);
+        assert_eq!(known_path("."), None);
+        assert_eq!(known_path("metrics.?"), Some("metrics".into()));
+        assert_eq!(known_path("a.b[3]"), Some("a.b[3]".into()));
+    }
+
+    #[test]
+    fn more_than_the_cap_of_one_code_and_file_are_counted_not_listed() {
+        let mut v: Vec<Finding> = (0..250)
+            .map(|i| Finding::new(reading::INVALID_RECORD, format!("{i}")).file("a"))
+            .chain((0..3).map(|i| Finding::new(reading::INVALID_RECORD, format!("{i}")).file("b")))
+            .collect();
+        cap(&mut v);
+        assert_eq!(v.len(), MAX_LISTED + 3 + 1);
+        let last = v.last().expect("summary");
+        assert!(
+            last.message.starts_with("150 more invalid-record"),
+            "{}",
+            last.message
+        );
+        assert_eq!(last.file.as_deref(), Some("a"));
+    }
 
     #[test]
     fn non_finite_effects_are_dropped() {

@@ -27,6 +27,7 @@ pub mod clean;
 pub mod cli;
 pub mod config;
 pub mod discover;
+pub mod files;
 pub mod findings;
 pub mod frameworks;
 #[cfg(feature = "fuzzing")]
@@ -193,6 +194,7 @@ pub fn audit_run(dir: &Path, settings: &Settings, claims: &[Claim]) -> RunReport
     };
     findings.extend(claim_findings);
     findings.retain(|f| settings.filter.keeps(f.code));
+    findings::cap(&mut findings);
     // Statuses follow the findings that survived the filter, once.
     let checks = Checks(
         outputs

@@ -55,3 +55,31 @@ macro_rules! closed_set {
         }
     };
 }
+
+/// Implements `Deserialize` for structs derived with
+/// `#[serde(remote = "Self")]` so that only a JSON object is accepted:
+/// serde's derive also reads an array of the fields in declaration order,
+/// which no AIPerf artifact writes, so `[1, 2]` in place of a sample would
+/// silently become one.
+macro_rules! objects_only {
+    ($($t:ty),* $(,)?) => {$(
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct Object;
+                impl<'de> serde::de::Visitor<'de> for Object {
+                    type Value = $t;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str("an object")
+                    }
+                    fn visit_map<A: serde::de::MapAccess<'de>>(
+                        self,
+                        map: A,
+                    ) -> Result<$t, A::Error> {
+                        <$t>::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    }
+                }
+                d.deserialize_map(Object)
+            }
+        }
+    )*};
+}

@@ -18,13 +18,17 @@ use clap::Parser;
 
 use artifact_check::cli::{AuditArgs, CleanArgs, Cli, Command};
 use artifact_check::report::{self, Format};
-use artifact_check::{checks, claims, clean, config, EXIT_ERROR};
+use artifact_check::{checks, claims, clean, config, files, EXIT_ERROR};
 
 #[global_allocator]
 static ALLOC: alloc::HugePages = alloc::HugePages;
 
 fn main() -> ExitCode {
     alloc::configure();
+    if let Some(msg) = shadowed_subcommand() {
+        eprintln!("artifact-check: error: {msg}");
+        return ExitCode::from(EXIT_ERROR as u8);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Clean(args)) => run_clean(&args),
@@ -35,10 +39,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
-            if e.chain().any(|c| {
-                c.downcast_ref::<io::Error>()
-                    .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
-            }) {
+            if e.chain().any(is_broken_pipe) {
                 return ExitCode::SUCCESS;
             }
             // Every error the tool cannot work past: bad arguments or
@@ -49,18 +50,63 @@ fn main() -> ExitCode {
     }
 }
 
+/// `artifact-check config` where `config` is also a directory holding runs
+/// (a folder of runs named like a subcommand): which was meant cannot be
+/// told, and guessing the subcommand would exit 0 without auditing. Paths
+/// stay unambiguous written `./config` or after `--`.
+fn shadowed_subcommand() -> Option<String> {
+    let first = std::env::args_os().nth(1)?;
+    let name = first.to_str()?;
+    if !matches!(name, "clean" | "codes" | "config" | "help") {
+        return None;
+    }
+    let dir = std::path::Path::new(name);
+    let (runs, _) = artifact_check::discover::find_runs(&[dir.to_path_buf()]);
+    (dir.is_dir() && !runs.is_empty()).then(|| {
+        format!(
+            "`{name}` is a subcommand and also a directory here holding {} AIPerf run(s); to \
+             audit the directory write `artifact-check ./{name}` (or `artifact-check -- \
+             {name}`); to run the subcommand, run it from another directory",
+            runs.len()
+        )
+    })
+}
+
+/// A closed standard output (`| head`) is not a failure; the error may be
+/// wrapped in another error inside an `io::Error` (JSON, XML writers).
+fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    match e.downcast_ref::<io::Error>() {
+        Some(io) if io.kind() == io::ErrorKind::BrokenPipe => true,
+        Some(io) => io.get_ref().is_some_and(|inner| is_broken_pipe(inner)),
+        None => e.source().is_some_and(is_broken_pipe),
+    }
+}
+
 fn run_audit(args: &AuditArgs) -> Result<i32> {
     if args.paths.is_empty() {
         bail!("give at least one PATH (a run directory or a folder of runs)");
     }
+    // Refused before any work: an output inside an audited run.
+    let protected = match &args.output {
+        Some(out) => {
+            let (runs, _) = artifact_check::discover::find_runs(&args.paths);
+            let protected = files::Protected::new(runs.iter().map(|r| r.as_path()));
+            protected.check(out)?;
+            protected
+        }
+        None => files::Protected::default(),
+    };
     let settings = config::resolve(args.config.as_deref(), &args.layer(), checks::code)?.settings;
     let claims = match &args.expect {
         Some(path) => claims::read(path)?,
         None => Vec::new(),
     };
     if let Some(jobs) = args.jobs {
+        // More threads than cores only cost memory (and 100000 would be
+        // 100000 stacks): capped at the cores.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         rayon::ThreadPoolBuilder::new()
-            .num_threads(jobs.max(1))
+            .num_threads(jobs.clamp(1, cores))
             .build_global()
             .context("starting the worker pool")?;
     }
@@ -82,8 +128,10 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
     let format = args.format.unwrap_or(Format::Table);
     let opts = report::Options { colour };
     match &args.output {
-        Some(path) => clean::write_atomic(path, |w| report::render(format, &report, opts, w))
-            .with_context(|| format!("writing {}", path.display()))?,
+        Some(path) => files::write(path, &protected, |w| {
+            report::render(format, &report, opts, w)
+        })
+        .context("writing the report")?,
         None => {
             // Stdout is line-buffered: a big JSON report would be a write per line.
             let mut out = io::BufWriter::with_capacity(1 << 20, io::stdout().lock());
@@ -160,6 +208,16 @@ fn run_clean(args: &CleanArgs) -> Result<i32> {
             .join(", "),
         s.files.join(", ")
     );
+    if !s.unreadable.is_empty() {
+        // Exit 1: the export is of fewer records than the run holds.
+        eprintln!(
+            "artifact-check: {} problem(s) reading profile_export.jsonl; those records are not \
+             in the export (listed in summary.json), the first: {}",
+            s.unreadable.len(),
+            report::escape::visible(&s.unreadable[0])
+        );
+        return Ok(1);
+    }
     Ok(0)
 }
 

@@ -74,7 +74,8 @@ fn junit_has_a_suite_per_run_and_the_expected_failures() {
 fn markdown_has_one_row_per_run() {
     let (md, _) = all_runs("markdown", &[]);
     for r in RUNS {
-        let row = format!("| `{}` |", run_dir(r).display());
+        let path = run_dir(r).display().to_string();
+        let row = format!("| {} |", artifact_check::report::escape::markdown(&path));
         assert_eq!(md.lines().filter(|l| l.starts_with(&row)).count(), 1, "{r}");
     }
     assert!(md.starts_with(&format!("## artifact-check: {} run(s)", RUNS.len())));

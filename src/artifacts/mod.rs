@@ -146,10 +146,7 @@ fn open(dir: &Path, name: &str) -> Opened {
             return Opened::Problem(Box::new(unreadable(name, &why)));
         }
     }
-    if path.is_dir() {
-        return Opened::Problem(Box::new(unreadable(name, "is a directory, not a file")));
-    }
-    match File::open(&path) {
+    match crate::files::open_regular(&path) {
         Ok(f) => {
             let len = f.metadata().map(|m| m.len()).unwrap_or(0);
             if len == 0 {
@@ -228,11 +225,12 @@ fn read_json<T>(
             message: msg,
         }) => {
             let (line, msg) = split_serde_position(&msg);
+            let path = path.as_deref().and_then(crate::findings::known_path);
             let mut f = Finding::new(
                 reading::INVALID_JSON,
                 match &path {
-                    Some(p) if p != "." => format!("{name}: field {p}: {msg}"),
-                    _ => format!("{name}: {msg}"),
+                    Some(p) => format!("{name}: field {p}: {msg}"),
+                    None => format!("{name}: {msg}"),
                 },
             )
             .file(name);
@@ -260,7 +258,20 @@ fn split_serde_position(msg: &str) -> (Option<u64>, String) {
 
 fn typed<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ParseError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(&mut de).map_err(ParseError::of)
+    let value = serde_path_to_error::deserialize(&mut de).map_err(ParseError::of)?;
+    end(&mut de)?;
+    Ok(value)
+}
+
+/// Nothing but whitespace may follow the document: bytes after it (garbage,
+/// NUL padding, a second document) are an error, never ignored.
+pub(crate) fn end<'de, R: serde_json::de::Read<'de>>(
+    de: &mut serde_json::Deserializer<R>,
+) -> Result<(), ParseError> {
+    de.end().map_err(|e| ParseError {
+        field: None,
+        message: format!("{e} (after the end of the document)"),
+    })
 }
 
 /// Reads every artifact of the run in `dir`.
@@ -271,8 +282,67 @@ pub fn load(dir: &Path) -> RunArtifacts {
     };
     let f = &mut run.findings;
     run.summary = read_json(dir, summary::FILE, f, summary::Summary::parse);
+    for p in run.summary.iter().flat_map(|s| &s.problems) {
+        let field = p.field.clone().unwrap_or_default();
+        f.push(
+            Finding::new(
+                reading::INVALID_JSON,
+                format!(
+                    "{}: field {field}: {}; that statistic is not read, so no check compares it",
+                    summary::FILE,
+                    p.message
+                ),
+            )
+            .file(summary::FILE)
+            .field(field),
+        );
+    }
     run.server = read_json(dir, server_metrics::FILE, f, typed);
+    if let Some(server) = run.server.as_mut() {
+        // A window that ends before it starts is corrupt: it is dropped (the
+        // checks then cannot tell), never read as a negative overlap.
+        server.summary.phase_time_ranges.retain(|phase, w| {
+            if w.end_ns >= w.start_ns {
+                return true;
+            }
+            f.push(
+                Finding::new(
+                    reading::INVALID_JSON,
+                    format!(
+                        "{}: the {phase} window ends {:.1} ms before it starts; it is not used",
+                        server_metrics::FILE,
+                        (w.start_ns - w.end_ns) as f64 / 1e6
+                    ),
+                )
+                .file(server_metrics::FILE)
+                .field(format!("summary.phase_time_ranges.{phase}")),
+            );
+            false
+        });
+    }
     run.manifest = read_json(dir, MANIFEST_FILE, f, typed);
+    if let Some(m) = run.manifest.as_mut() {
+        for (i, p) in m.phases.iter_mut().enumerate() {
+            if let (Some(s), Some(e)) = (p.start_ns, p.end_ns) {
+                if e < s {
+                    f.push(
+                        Finding::new(
+                            reading::INVALID_JSON,
+                            format!(
+                                "{MANIFEST_FILE}: phase {i} ends {:.1} ms before it starts; its \
+                                 times are not used",
+                                (s - e) as f64 / 1e6
+                            ),
+                        )
+                        .file(MANIFEST_FILE)
+                        .field(format!("phases[{i}]")),
+                    );
+                    p.start_ns = None;
+                    p.end_ns = None;
+                }
+            }
+        }
+    }
     run.records = read_lines(dir, records::FILE, f, |file, len| {
         records::read_sized(file, Some(len))
     });

@@ -9,13 +9,17 @@ use std::io::{BufRead, BufReader, Read};
 
 use serde::Deserialize;
 
-use crate::findings::{reading, Finding};
+use crate::artifacts::records::MAX_LINE_BYTES;
+use crate::findings::{not_listed, reading, Finding, MAX_LISTED};
 
 /// File name.
 pub const FILE: &str = "server_metrics_export.jsonl";
 
+objects_only!(Sample, Scrape);
+
 /// One sample of a family in one scrape.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(remote = "Self")]
 pub struct Sample {
     /// Labels (absent = none).
     #[serde(default)]
@@ -44,6 +48,7 @@ impl Sample {
 
 /// One scrape of one endpoint.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(remote = "Self")]
 pub struct Scrape {
     /// Endpoint URL.
     pub endpoint_url: String,
@@ -217,19 +222,51 @@ pub fn read_from(input: impl Read) -> std::io::Result<ScrapesRead> {
     let mut reader = BufReader::new(input);
     let mut buf = Vec::new();
     let mut line = 0u64;
+    // Bad lines past the cap are only counted (bounded memory).
+    let mut unlisted = 0u64;
+    let mut listed = |out: &mut ScrapesRead, f: Finding| {
+        if out.findings.len() < MAX_LISTED {
+            out.findings.push(f);
+        } else {
+            unlisted += 1;
+        }
+    };
     loop {
         buf.clear();
-        let n = reader.read_until(b'\n', &mut buf)?;
+        let (n, too_long) = read_line_capped(&mut reader, &mut buf, MAX_LINE_BYTES)?;
         if n == 0 {
             break;
         }
         line += 1;
+        if too_long {
+            let f = Finding::new(
+                reading::OVERSIZED_LINE,
+                format!(
+                    "line {line} is longer than {} MiB; it is skipped",
+                    MAX_LINE_BYTES >> 20
+                ),
+            );
+            listed(&mut out, f.file(FILE).line(line));
+            continue;
+        }
         let text = buf.trim_ascii();
         if text.is_empty() {
             continue;
         }
         let mut de = serde_json::Deserializer::from_slice(text);
-        match serde_path_to_error::deserialize::<_, Scrape>(&mut de) {
+        let parsed = serde_path_to_error::deserialize::<_, Scrape>(&mut de);
+        if parsed.is_ok() {
+            if let Err(e) = de.end() {
+                // Garbage, or a second scrape, after the first on one line.
+                let f = Finding::new(
+                    reading::INVALID_RECORD,
+                    format!("line {line}: {e} after the scrape; the line is skipped"),
+                );
+                listed(&mut out, f.file(FILE).line(line));
+                continue;
+            }
+        }
+        match parsed {
             Ok(mut s) => {
                 s.line = line;
                 out.scrapes.push(s);
@@ -248,11 +285,57 @@ pub fn read_from(input: impl Read) -> std::io::Result<ScrapesRead> {
                 if path != "." {
                     f = f.field(path);
                 }
-                out.findings.push(f);
+                listed(&mut out, f);
             }
         }
     }
+    if unlisted > 0 {
+        out.findings.push(not_listed(
+            reading::INVALID_RECORD,
+            Some(FILE.into()),
+            unlisted,
+        ));
+    }
     Ok(out)
+}
+
+/// Reads one line (through its `\n`) into `buf`, keeping at most `max`
+/// bytes of it: a longer line is consumed but not kept. Returns the bytes
+/// consumed (0 at the end) and whether the line was too long.
+fn read_line_capped(
+    r: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<(usize, bool)> {
+    let (mut total, mut long) = (0, false);
+    loop {
+        let avail = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if avail.is_empty() {
+            return Ok((total, long));
+        }
+        let (n, done) = match memchr::memchr(b'\n', avail) {
+            Some(i) => (i + 1, true),
+            None => (avail.len(), false),
+        };
+        if !long {
+            let content = buf.len() + n - usize::from(done);
+            if content > max {
+                long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(&avail[..n]);
+            }
+        }
+        r.consume(n);
+        total += n;
+        if done {
+            return Ok((total, long));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,17 @@ use super::summary::InputConfig;
 /// File name.
 pub const FILE: &str = "server_metrics_export.json";
 
+objects_only!(
+    Stats,
+    Timeslice,
+    Series,
+    Family,
+    Window,
+    EndpointInfo,
+    Summary,
+    ServerMetricsExport,
+);
+
 /// Schema versions this reader was built for.
 pub const KNOWN_SCHEMAS: &[&str] = &["1.0", "1.1"];
 
@@ -38,6 +49,7 @@ pub enum MetricType {
 /// AIPerf writes are skipped).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[allow(missing_docs)]
+#[serde(remote = "Self")]
 pub struct Stats {
     pub count: Option<f64>,
     pub sum: Option<f64>,
@@ -50,6 +62,7 @@ pub struct Stats {
 /// One timeslice of a series (only with `--slice-duration`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[allow(missing_docs)]
+#[serde(remote = "Self")]
 pub struct Timeslice {
     pub start_ns: Option<u64>,
     pub end_ns: Option<u64>,
@@ -58,6 +71,7 @@ pub struct Timeslice {
 
 /// One (endpoint, label set) series.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(remote = "Self")]
 pub struct Series {
     /// Full scrape URL.
     #[serde(default)]
@@ -103,6 +117,7 @@ impl Series {
 
 /// One metric family.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(remote = "Self")]
 pub struct Family {
     /// Type.
     #[serde(rename = "type", default)]
@@ -131,6 +146,7 @@ pub fn lookup<'a>(families: &'a Families, name: &str) -> Option<(&'a str, &'a Fa
 
 /// A phase window in `summary.phase_time_ranges`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(remote = "Self")]
 pub struct Window {
     /// Start (ns).
     pub start_ns: u64,
@@ -141,6 +157,7 @@ pub struct Window {
 /// Per-endpoint scrape statistics.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[allow(missing_docs)]
+#[serde(remote = "Self")]
 pub struct EndpointInfo {
     pub total_fetches: Option<u64>,
     pub unique_updates: Option<u64>,
@@ -151,6 +168,7 @@ pub struct EndpointInfo {
 /// `summary`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[allow(missing_docs)]
+#[serde(remote = "Self")]
 pub struct Summary {
     #[serde(default)]
     pub endpoints_configured: Vec<String>,
@@ -165,6 +183,7 @@ pub struct Summary {
 /// The whole file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[allow(missing_docs)]
+#[serde(remote = "Self")]
 pub struct ServerMetricsExport {
     pub schema_version: Option<String>,
     pub aiperf_version: Option<String>,

@@ -113,6 +113,69 @@ pub struct MetricEntry {
     pub sum: Option<f64>,
 }
 
+/// The JSON type of `v`, for a message.
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl MetricEntry {
+    /// The entry at `path` read statistic by statistic: one of the wrong
+    /// type is left out and becomes a problem, the others are kept.
+    fn read(path: &str, v: &Value, problems: &mut Vec<ParseError>) -> Option<MetricEntry> {
+        let Value::Object(map) = v else {
+            problems.push(ParseError {
+                field: Some(path.to_string()),
+                message: format!("expected a metric object, found {}", kind(v)),
+            });
+            return None;
+        };
+        let mut num = |name: &str| -> Option<f64> {
+            match map.get(name)? {
+                Value::Null => None,
+                Value::Number(n) => n.as_f64(),
+                other => {
+                    problems.push(ParseError {
+                        field: Some(format!("{path}.{name}")),
+                        message: format!("expected a number, found {}", kind(other)),
+                    });
+                    None
+                }
+            }
+        };
+        let entry = MetricEntry {
+            unit: None,
+            avg: num("avg"),
+            min: num("min"),
+            max: num("max"),
+            std: num("std"),
+            p50: num("p50"),
+            p90: num("p90"),
+            p99: num("p99"),
+            count: num("count"),
+            sum: num("sum"),
+        };
+        let unit = match map.get("unit") {
+            Some(Value::String(u)) => Some(u.clone()),
+            None | Some(Value::Null) => None,
+            Some(other) => {
+                problems.push(ParseError {
+                    field: Some(format!("{path}.unit")),
+                    message: format!("expected a string, found {}", kind(other)),
+                });
+                None
+            }
+        };
+        Some(MetricEntry { unit, ..entry })
+    }
+}
+
 /// `run_info`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[allow(missing_docs)]
@@ -156,6 +219,9 @@ pub struct Summary {
     pub metrics: BTreeMap<String, MetricEntry>,
     /// Warmup metrics by tag.
     pub warmup_metrics: BTreeMap<String, MetricEntry>,
+    /// Metric entries (or statistics of them) of the wrong type: each is
+    /// left out, never read as absent without saying so.
+    pub problems: Vec<ParseError>,
 }
 
 impl Summary {
@@ -163,19 +229,29 @@ impl Summary {
     pub fn parse(bytes: &[u8]) -> Result<Summary, ParseError> {
         let mut de = serde_json::Deserializer::from_slice(bytes);
         let raw: RawSummary = serde_path_to_error::deserialize(&mut de).map_err(ParseError::of)?;
+        super::end(&mut de)?;
         let mut metrics = BTreeMap::new();
         let mut warmup_metrics = BTreeMap::new();
+        let mut problems = Vec::new();
         for (key, value) in raw.rest {
             if key == "warmup_metrics" {
-                if let Value::Object(map) = value {
-                    for (k, v) in map {
-                        if let Ok(m) = serde_json::from_value::<MetricEntry>(v) {
-                            warmup_metrics.insert(k, m);
+                match value {
+                    Value::Object(map) => {
+                        for (k, v) in map {
+                            let path = format!("warmup_metrics.{k}");
+                            if let Some(m) = MetricEntry::read(&path, &v, &mut problems) {
+                                warmup_metrics.insert(k, m);
+                            }
                         }
                     }
+                    Value::Null => {}
+                    other => problems.push(ParseError {
+                        field: Some(key.clone()),
+                        message: format!("expected an object, found {}", kind(&other)),
+                    }),
                 }
             } else if value.get("unit").is_some() {
-                if let Ok(m) = serde_json::from_value::<MetricEntry>(value) {
+                if let Some(m) = MetricEntry::read(&key, &value, &mut problems) {
                     metrics.insert(key, m);
                 }
             }
@@ -191,6 +267,7 @@ impl Summary {
             incomplete_reason: raw.incomplete_reason,
             metrics,
             warmup_metrics,
+            problems,
         })
     }
 

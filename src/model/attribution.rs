@@ -363,6 +363,11 @@ pub fn by_observation(
     let mut pending = Pending::new(cands, slack);
     let mut increments: Vec<Increment> = Vec::new();
     let mut unattributed = 0u64;
+    // One increment is held per observation: the count deltas are input, so
+    // they are bounded by what the records could explain (the fuzzers and a
+    // hand-edited `count: 1e300` both reach here). Past the budget the split
+    // cannot be told per observation.
+    let budget = increment_budget(cands.len());
     for w in pts.windows(2) {
         let (a, b) = (&w[0], &w[1]);
         let dc = b.count - a.count;
@@ -372,6 +377,9 @@ pub fn by_observation(
         while next < cands.len() && cands[next].earliest <= b.t {
             pending.add(next);
             next += 1;
+        }
+        if !dc.is_finite() || dc.round() > (budget - increments.len()) as f64 {
+            return None;
         }
         let k = dc.round() as usize;
         if k == 0 {
@@ -503,6 +511,13 @@ impl Split<'_> {
     }
 }
 
+/// How many increments [`by_observation`] holds at most for `records`
+/// candidate requests: four per request plus a fixed allowance for foreign
+/// traffic (about 40 bytes each: 2.6 MB, plus 160 bytes a request).
+pub fn increment_budget(records: usize) -> usize {
+    records.saturating_mul(4).saturating_add(1 << 16)
+}
+
 /// Value bounds of each of an interval's `k` increments: exact for a single
 /// increment (the sum delta), otherwise the bucket ranges they fell into.
 /// Also the bucket (`le`) of each, from the bucket deltas; `None` where the
@@ -513,7 +528,9 @@ fn increment_ranges(a: &Point, b: &Point, k: usize, dsum: f64) -> Vec<(f64, f64,
     for (le, c) in b.buckets.values() {
         let before = a.buckets.get(&le_key(*le)).map_or(0.0, |x| x.1);
         let cum = c - before;
-        let n = (cum - prev_c).round().max(0.0) as usize;
+        // Bucket deltas beyond the count delta are inconsistent input: never
+        // more ranges than increments.
+        let n = ((cum - prev_c).round().max(0.0) as usize).min(k - ranges.len());
         ranges.extend(std::iter::repeat_n((prev_le, *le, Some(*le)), n));
         prev_le = *le;
         prev_c = cum;

@@ -6,9 +6,11 @@ use std::io::{self, Write};
 use crate::findings::Severity;
 use crate::Report;
 
-/// Escapes annotation data: `%`, CR and LF.
+/// Escapes annotation data: control and bidi characters made visible (so no
+/// input starts a log line or a terminal sequence), then `%`, CR and LF.
 fn data(s: &str) -> String {
-    s.replace('%', "%25")
+    super::escape::visible(s)
+        .replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
 }
@@ -64,7 +66,8 @@ mod tests {
 
     #[test]
     fn escapes_data_and_properties() {
-        assert_eq!(data("50% done\r\nnext"), "50%25 done%0D%0Anext");
+        assert_eq!(data("50% done"), "50%25 done");
+        assert_eq!(data("a\n::error::x"), "a\\u{a}::error::x");
         assert_eq!(property("a:b,c%"), "a%3Ab%2Cc%25");
     }
 }

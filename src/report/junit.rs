@@ -7,6 +7,7 @@ use std::io::{self, Write};
 
 use quick_junit::{NonSuccessKind, Report as JUnit, TestCase, TestCaseStatus, TestSuite};
 
+use super::escape::visible;
 use crate::checks::CheckStatus;
 use crate::findings::Finding;
 use crate::{Report, RunStatus};
@@ -20,12 +21,13 @@ fn describe(findings: &[&Finding]) -> String {
                 (Some(file), None) => format!(" ({file})"),
                 _ => String::new(),
             };
-            format!(
+            visible(&format!(
                 "[{}] {}{at}: {}",
                 f.severity.as_str(),
                 f.code.as_str(),
                 f.message
-            )
+            ))
+            .into_owned()
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -36,7 +38,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let fail_on = report.summary.fail_on;
     let mut junit = JUnit::new("artifact-check");
     for run in &report.runs {
-        let mut suite = TestSuite::new(run.path.as_str());
+        let mut suite = TestSuite::new(visible(&run.path).as_ref());
         if run.status == RunStatus::Error {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
             s.set_message("the run could not be read");
@@ -61,7 +63,9 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 TestCase::new(check, s)
             } else if status == CheckStatus::Unknown {
                 let mut s = TestCaseStatus::skipped();
-                s.set_message(format!("cannot tell: {}", reason.unwrap_or_default()));
+                s.set_message(
+                    visible(&format!("cannot tell: {}", reason.unwrap_or_default())).as_ref(),
+                );
                 TestCase::new(check, s)
             } else {
                 TestCase::new(check, TestCaseStatus::success())
@@ -77,8 +81,8 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let mut suite = TestSuite::new("paths");
         for e in &report.errors {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
-            s.set_message(e.message.as_str());
-            suite.add_test_case(TestCase::new(e.path.as_str(), s));
+            s.set_message(visible(&e.message).as_ref());
+            suite.add_test_case(TestCase::new(visible(&e.path).as_ref(), s));
         }
         junit.add_test_suite(suite);
     }

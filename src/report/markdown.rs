@@ -6,9 +6,9 @@ use std::io::{self, Write};
 use crate::findings::Severity;
 use crate::{Report, RunStatus};
 
-/// Makes text safe inside a Markdown table cell.
+/// Makes text safe inside a Markdown table cell (and as inline text).
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\r', '\n'], " ")
+    super::escape::markdown(s)
 }
 
 fn icon(s: RunStatus) -> &'static str {
@@ -47,10 +47,10 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             .unwrap_or_default();
         writeln!(
             out,
-            "| `{}` | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |",
             cell(&run.path),
             icon(run.status),
-            run.aiperf_version.as_deref().unwrap_or("?"),
+            cell(run.aiperf_version.as_deref().unwrap_or("?")),
             n(Severity::Error),
             n(Severity::Warning),
             n(Severity::Info),
@@ -58,12 +58,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     for e in &report.errors {
-        writeln!(
-            out,
-            "\n**error**: `{}`: {}",
-            cell(&e.path),
-            cell(&e.message)
-        )?;
+        writeln!(out, "\n**error**: {}: {}", cell(&e.path), cell(&e.message))?;
     }
     for run in report.runs.iter().filter(|r| !r.findings.is_empty()) {
         writeln!(

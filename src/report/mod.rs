@@ -1,7 +1,9 @@
 //! Rendering a [`Report`]: one module per format behind [`render`]. The
 //! renderers take the report and a writer and do no other I/O; they never
-//! change what was found.
+//! change what was found. Text that came from the audited files goes through
+//! [`escape`] for the format it is written in.
 
+pub mod escape;
 mod github;
 mod junit;
 mod markdown;
@@ -44,7 +46,7 @@ pub fn render(
     match format {
         Format::Table => table::render(report, opts, out),
         Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::other)?;
+            escape::write_json(&mut *out, report)?;
             writeln!(out)
         }
         Format::Junit => junit::render(report, out),

@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
 
+use super::escape::visible;
 use super::Options;
 use crate::findings::{Finding, Severity};
 use crate::{Report, RunReport, RunStatus};
@@ -45,7 +46,7 @@ pub fn render(report: &Report, opts: Options, out: &mut dyn Write) -> io::Result
         render_compact(report, opts, out)?;
     }
     for e in &report.errors {
-        writeln!(out, "error: {}: {}", e.path, e.message)?;
+        writeln!(out, "error: {}: {}", visible(&e.path), visible(&e.message))?;
     }
     let s = &report.summary;
     writeln!(
@@ -85,7 +86,7 @@ fn render_compact(report: &Report, opts: Options, out: &mut dyn Write) -> io::Re
         let n = |sev: Severity| run.count(sev);
         let worst = run.worst().map(|f| f.code.as_str());
         runs.add_row(vec![
-            Cell::new(&run.path),
+            Cell::new(visible(&run.path)),
             status_cell(run.status.as_str(), opts.colour),
             Cell::new(n(Severity::Error)),
             Cell::new(n(Severity::Warning)),
@@ -126,8 +127,8 @@ fn render_run(run: &RunReport, opts: Options, out: &mut dyn Write) -> io::Result
     writeln!(
         out,
         "== {}  (AIPerf {})",
-        run.path,
-        run.aiperf_version.as_deref().unwrap_or("version unknown")
+        visible(&run.path),
+        visible(run.aiperf_version.as_deref().unwrap_or("version unknown"))
     )?;
     let mut phases = table();
     phases.set_header([
@@ -160,16 +161,16 @@ fn render_run(run: &RunReport, opts: Options, out: &mut dyn Write) -> io::Result
         checks.add_row(vec![
             Cell::new(c.name),
             status_cell(c.status.as_str(), opts.colour),
-            Cell::new(c.summary()),
+            Cell::new(visible(&c.summary())),
         ]);
     }
     writeln!(out, "{checks}")?;
     for c in run.checks.iter() {
         for d in c.details() {
             let mut t = table();
-            t.set_header(d.header);
+            t.set_header(d.header.iter().map(|h| visible(h).into_owned()));
             for row in d.rows {
-                t.add_row(row);
+                t.add_row(row.iter().map(|c| visible(c).into_owned()));
             }
             writeln!(out, "{t}")?;
         }
@@ -185,7 +186,7 @@ fn render_run(run: &RunReport, opts: Options, out: &mut dyn Write) -> io::Result
     writeln!(
         out,
         "verdict: {}: {verdict} ({} error, {} warning, {} info)\n",
-        run.path,
+        visible(&run.path),
         count(Severity::Error),
         count(Severity::Warning),
         count(Severity::Info)
@@ -197,18 +198,21 @@ fn findings_table(findings: &[Finding], opts: Options) -> Table {
     t.set_header(["severity", "code", "where", "finding"]);
     for f in findings {
         let mut loc = match (&f.file, f.line) {
-            (Some(file), Some(line)) => format!("{file}:{line}"),
-            (Some(file), None) => file.clone(),
+            (Some(file), Some(line)) => format!("{}:{line}", visible(file)),
+            (Some(file), None) => visible(file).into_owned(),
             _ => String::new(),
         };
         if let Some(m) = &f.metric {
-            loc.push_str(&format!("\n{m}"));
+            loc.push_str(&format!("\n{}", visible(m)));
             if let Some(s) = f.series.as_ref().filter(|s| !s.is_empty()) {
-                let labels: Vec<String> = s.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+                let labels: Vec<String> = s
+                    .iter()
+                    .map(|(k, v)| format!("{}=\"{}\"", visible(k), visible(v)))
+                    .collect();
                 loc.push_str(&format!("{{{}}}", labels.join(",")));
             }
         }
-        let mut msg = f.message.clone();
+        let mut msg = visible(&f.message).into_owned();
         if !f.effect.is_empty() {
             let e: Vec<String> = f
                 .effect

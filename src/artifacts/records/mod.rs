@@ -16,7 +16,6 @@
 //! the workers' results in file order; `fast.rs` (the scanner) and
 //! `serde_path.rs` (the reference) read one line each.
 
-use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
@@ -384,7 +383,7 @@ pub struct RecordsRead {
 /// Errors only when the file cannot be opened or read; everything wrong with
 /// its content comes back as findings.
 pub fn read(path: &Path) -> io::Result<RecordsRead> {
-    let mut file = File::open(path)?;
+    let mut file = crate::files::open_regular(path)?;
     let size = file.metadata().map(|m| m.len()).ok();
     read_sized(&mut file, size)
 }

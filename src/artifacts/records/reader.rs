@@ -8,7 +8,7 @@ use std::sync::{Mutex, PoisonError};
 
 use super::serde_path::{bad_line_finding, parse_line, LineOutcome, LineText};
 use super::{fast, Record, RecordsRead, BLOCK_BYTES, FILE, MAX_LINE_BYTES};
-use crate::findings::{reading, Finding};
+use crate::findings::{not_listed, reading, Finding, MAX_LISTED};
 
 /// [`read_from`], told the input's size so the record vector is sized once
 /// (from the first block's bytes per line) instead of doubling: doubling a
@@ -135,6 +135,9 @@ struct Merge {
     lines: u64,
     /// For each block merged, the lines of the blocks before it.
     lines_before: Vec<u64>,
+    /// Bad lines with a finding of their own, and those only counted.
+    listed_bad: usize,
+    unlisted_bad: u64,
 }
 
 impl Merge {
@@ -147,6 +150,13 @@ impl Merge {
         self.out.records.append(&mut parsed.records);
         self.out.through_shapes += parsed.through_shapes;
         for bad in parsed.bad {
+            // Past the cap a bad line is only counted: memory stays bounded
+            // however many there are.
+            if self.listed_bad >= MAX_LISTED && !bad.last_unterminated {
+                self.unlisted_bad += 1;
+                continue;
+            }
+            self.listed_bad += 1;
             self.out.findings.push(bad_line_finding(
                 &bad.bytes,
                 first + bad.line - 1,
@@ -180,6 +190,13 @@ impl Merge {
             );
         }
         self.out.findings.sort_by_key(|f| f.line);
+        if self.unlisted_bad > 0 {
+            self.out.findings.push(not_listed(
+                reading::INVALID_RECORD,
+                Some(FILE.to_string()),
+                self.unlisted_bad,
+            ));
+        }
         self.out.lines = self.lines + blocks.skipped;
         self.out.bytes = blocks.bytes;
         self.out
@@ -319,6 +336,14 @@ impl<'a> BlockReader<'a> {
             Some(cut) => {
                 self.carry.extend_from_slice(&buf[cut..end]);
                 end = cut;
+                // The line carried from earlier reads may have passed the
+                // limit in this one (the other lines are shorter than a read).
+                let first = memchr::memchr(b'\n', &buf[start..end]).unwrap_or(end - start);
+                if first > MAX_LINE_BYTES {
+                    self.oversized.push((self.seq, self.skipped));
+                    self.skipped += 1;
+                    start = (start + first + 1).min(end);
+                }
                 if end == start {
                     self.recycle(buf);
                     return Ok(None);

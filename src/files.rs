@@ -1,0 +1,266 @@
+//! Filesystem rules every reader and writer follows:
+//!
+//! - **Reading**: only regular files (a symlink to one is followed). A FIFO,
+//!   a device or a socket in place of an artifact, a config or a claims file
+//!   is refused before it is opened, so nothing ever blocks on it.
+//! - **Writing**: no output path is inside an audited run. The path is
+//!   resolved first (`..` and every symlink, also one that dangles, also in
+//!   the parts that do not exist yet) and refused before anything is created
+//!   ([`Protected`]).
+//! - **Replacing**: a regular file (or a path that does not exist) is
+//!   written to a temporary file beside it, named
+//!   `.artifact-check-XXXXXX.tmp`, then renamed over it, so a reader never
+//!   sees half a report; the file gets the usual permissions (0666 less the
+//!   umask). A symlink to a regular file keeps its link: its target is
+//!   replaced. A device, a FIFO or a socket (`/dev/null`, `/dev/stdout`, a
+//!   named pipe) is written directly, never replaced.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Component, Path, PathBuf};
+
+/// Why an output could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// The path is, or is inside, an audited run directory.
+    #[error("refusing to write {out}: it is inside the audited run directory {run}")]
+    InsideRun {
+        /// The output path, resolved.
+        out: PathBuf,
+        /// The run directory, resolved.
+        run: PathBuf,
+    },
+    /// An I/O error on a named path.
+    #[error("{path}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl OutputError {
+    fn io(path: &Path) -> impl FnOnce(io::Error) -> OutputError + '_ {
+        move |source| OutputError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// What kind of file `meta` is, for a message ("a FIFO", ...).
+pub fn kind(meta: &fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        if t.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+    }
+    if meta.is_dir() {
+        "a directory"
+    } else if meta.is_file() {
+        "a regular file"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Opens `path` for reading if it is a regular file (after following
+/// symlinks); anything else is an error that says what it is, returned
+/// before the file is opened (so a FIFO never blocks).
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    let meta = fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("is {}, not a regular file; not read", kind(&meta)),
+        ));
+    }
+    File::open(path)
+}
+
+/// Reads a regular file (see [`open_regular`]) into a string.
+pub fn read_regular_to_string(path: &Path) -> io::Result<String> {
+    let mut s = String::new();
+    io::Read::read_to_string(&mut open_regular(path)?, &mut s)?;
+    Ok(s)
+}
+
+/// `path` made absolute with every `.`, `..` and symlink resolved, as the
+/// kernel would on open (a dangling symlink's target included), also where
+/// the path does not exist yet.
+pub fn resolve(path: &Path) -> io::Result<PathBuf> {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(path)
+    };
+    resolve_in(PathBuf::new(), &abs, 0)
+}
+
+/// Resolves `rel` from `base`, which is already free of symlinks.
+fn resolve_in(mut base: PathBuf, rel: &Path, depth: u32) -> io::Result<PathBuf> {
+    for c in rel.components() {
+        match c {
+            Component::Prefix(_) | Component::RootDir => base.push(c.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                base.pop();
+            }
+            Component::Normal(name) => {
+                base.push(name);
+                let is_link = fs::symlink_metadata(&base).is_ok_and(|m| m.file_type().is_symlink());
+                if is_link {
+                    if depth >= 40 {
+                        return Err(io::Error::other(format!(
+                            "{}: too many levels of symbolic links",
+                            base.display()
+                        )));
+                    }
+                    let target = fs::read_link(&base)?;
+                    base.pop();
+                    base = resolve_in(base, &target, depth + 1)?;
+                }
+            }
+        }
+    }
+    Ok(base)
+}
+
+/// The audited run directories, resolved: no output may be inside one.
+#[derive(Debug, Default, Clone)]
+pub struct Protected {
+    runs: Vec<PathBuf>,
+}
+
+impl Protected {
+    /// Protects `runs` (run directories; those that cannot be resolved are
+    /// kept as given, made absolute).
+    pub fn new<'a>(runs: impl IntoIterator<Item = &'a Path>) -> Protected {
+        let mut runs: Vec<PathBuf> = runs
+            .into_iter()
+            .map(|r| resolve(r).unwrap_or_else(|_| r.to_path_buf()))
+            .collect();
+        runs.sort();
+        runs.dedup();
+        Protected { runs }
+    }
+
+    /// `out` resolved, or the refusal when it is (inside) a protected run.
+    pub fn check(&self, out: &Path) -> Result<PathBuf, OutputError> {
+        let resolved = resolve(out).map_err(OutputError::io(out))?;
+        match self.runs.iter().find(|r| resolved.starts_with(r)) {
+            Some(run) => Err(OutputError::InsideRun {
+                out: resolved,
+                run: run.clone(),
+            }),
+            None => Ok(resolved),
+        }
+    }
+}
+
+/// Writes `path` with `write`, after [`Protected::check`]: devices, FIFOs
+/// and sockets directly, anything else atomically (see the module docs).
+pub fn write(
+    path: &Path,
+    protected: &Protected,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), OutputError> {
+    let resolved = protected.check(path)?;
+    let err = |e| OutputError::io(path)(e);
+    match fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "is a directory",
+        ))),
+        // `/dev/stdout`, `/proc/self/fd/N`, a FIFO, `/dev/null`: the kernel
+        // resolves the path (a magic link included); written in place.
+        Ok(m) if !m.is_file() => {
+            let mut f = OpenOptions::new().write(true).open(path).map_err(err)?;
+            let mut buf = io::BufWriter::new(&mut f);
+            write(&mut buf).and_then(|_| buf.flush()).map_err(err)
+        }
+        _ => write_atomic(&resolved, write).map_err(err),
+    }
+}
+
+/// Writes a regular file atomically: a temporary file beside it, synced,
+/// renamed over it.
+fn write_atomic(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".artifact-check-").suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // Created with 0666: the kernel applies the umask, as for any file.
+        builder.permissions(fs::Permissions::from_mode(0o666));
+    }
+    let mut tmp = builder.tempfile_in(dir)?;
+    {
+        let mut buf = io::BufWriter::new(tmp.as_file_mut());
+        write(&mut buf)?;
+        buf.flush()?;
+    }
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_dotdot_and_symlinks_also_past_what_exists() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let root = t.path().canonicalize().expect("canonical");
+        fs::create_dir_all(root.join("run/phases")).expect("mkdir");
+        fs::create_dir(root.join("elsewhere")).expect("mkdir");
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(root.join("run"), root.join("link")).expect("symlink");
+            std::os::unix::fs::symlink(root.join("run/new.json"), root.join("dangling"))
+                .expect("symlink");
+        }
+        let r = |p: &str| resolve(&root.join(p)).expect("resolves");
+        assert_eq!(r("run/../run/x"), root.join("run/x"));
+        assert_eq!(r("elsewhere/a/b/../../../run/c"), root.join("run/c"));
+        #[cfg(unix)]
+        {
+            assert_eq!(r("link/a/b"), root.join("run/a/b"));
+            assert_eq!(r("link/../elsewhere"), root.join("elsewhere"));
+            assert_eq!(r("dangling"), root.join("run/new.json"));
+        }
+        let p = Protected::new([root.join("run").as_path()]);
+        assert!(p.check(&root.join("run/phases/x")).is_err());
+        assert!(p.check(&root.join("run")).is_err());
+        assert!(p.check(&root.join("elsewhere/report.json")).is_ok());
+        // A sibling whose name starts like the run's is not inside it.
+        assert!(p.check(&root.join("run2/report.json")).is_ok());
+        #[cfg(unix)]
+        {
+            assert!(p.check(&root.join("link/report.json")).is_err());
+            assert!(p.check(&root.join("dangling")).is_err());
+        }
+    }
+}

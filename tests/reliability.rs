@@ -1,0 +1,590 @@
+//! The promises of docs/reliability.md, each held by a test on a real
+//! sample run made hostile: no panic or memory bomb from one number, no
+//! write into an audited run, special files written in place, nothing from
+//! the input reaching an output raw, bounded findings, no hang on a FIFO, no
+//! silent acceptance of trailing bytes or wrong types, no run directory
+//! taken for a subcommand.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use common::*;
+use serde_json::Value;
+
+/// Runs the binary with a timeout (a hang fails the test instead of
+/// blocking it); returns (stdout, stderr, exit code).
+fn ac(args: &[&str]) -> (String, String, i32) {
+    run_in(None, args)
+}
+
+fn run_in(dir: Option<&Path>, args: &[&str]) -> (String, String, i32) {
+    let mut c = Command::cargo_bin("artifact-check").expect("binary builds");
+    c.args(args).timeout(Duration::from_secs(120));
+    if let Some(d) = dir {
+        c.current_dir(d);
+    }
+    let out = c.output().expect("binary runs");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+fn findings(report: &Value) -> Vec<Value> {
+    report["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["findings"].as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+fn json_of(dir: &Path) -> (Value, i32) {
+    let (out, err, code) = ac(&["--format", "json", dir.to_str().expect("utf8")]);
+    let v = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+    (v, code)
+}
+
+/// Every file under `dir` with its bytes (a symlink as its target).
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).expect("list") {
+            let p = e.expect("entry").path();
+            let meta = fs::symlink_metadata(&p).expect("meta");
+            if meta.file_type().is_symlink() {
+                let t = fs::read_link(&p).expect("link");
+                out.push((p, t.display().to_string().into_bytes()));
+            } else if meta.is_dir() {
+                out.push((p.clone(), Vec::new()));
+                stack.push(p);
+            } else {
+                out.push((p.clone(), fs::read(&p).expect("read")));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Rewrites line `n` (0-based) of a JSON-lines file.
+fn edit_line(path: &Path, n: usize, f: impl FnOnce(&mut Value)) {
+    let text = fs::read_to_string(path).expect("read");
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let mut v: Value = serde_json::from_str(&lines[n]).expect("json");
+    f(&mut v);
+    lines[n] = serde_json::to_string(&v).expect("json");
+    fs::write(path, lines.join("\n") + "\n").expect("write");
+}
+
+// --- 1. One number cannot panic or exhaust memory --------------------------------
+
+/// A histogram count of 1e300, 2^64+1 or 1e12 in one scrape used to panic
+/// ("capacity overflow") or allocate tens of GB. Run under a 3 GiB address
+/// space limit: an allocation sized from the number aborts the binary.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_huge_histogram_count_is_no_panic_and_no_memory_bomb() {
+    let bin = assert_cmd::cargo::cargo_bin("artifact-check");
+    for count in [
+        serde_json::json!(1e300),
+        serde_json::json!(18446744073709551617u128 as f64),
+        serde_json::json!(1e12),
+        serde_json::json!(-1e12),
+    ] {
+        let (_t, dir) = copy_run("clean");
+        edit_line(&dir.join("server_metrics_export.jsonl"), 4, |v| {
+            let m = v["metrics"].as_object_mut().expect("metrics");
+            m["vllm:time_to_first_token_seconds"][0]["count"] = count.clone();
+        });
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v 3145728; exec '{}' --format json '{}'",
+                bin.display(),
+                dir.display()
+            ))
+            .output()
+            .expect("runs");
+        let code = out.status.code();
+        assert!(
+            matches!(code, Some(0) | Some(1)),
+            "count {count}: exit {code:?}, stderr {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+        assert_eq!(report["runs"].as_array().map(Vec::len), Some(1));
+    }
+}
+
+// --- 2. Never a write into an audited run ----------------------------------------
+
+#[test]
+fn no_output_path_inside_an_audited_run_is_written_or_created() {
+    let (t, dir) = copy_run("clean");
+    let runs = t.path().join("runs");
+    fs::create_dir(&runs).expect("mkdir");
+    let run = runs.join("run");
+    fs::rename(&dir, &run).expect("move");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&run, t.path().join("via-link")).expect("symlink");
+    let before = snapshot(&run);
+    let r = run.display().to_string();
+    let targets = [
+        format!("{r}/profile_export.jsonl"),
+        format!("{r}/report.json"),
+        format!("{r}/phases/x"),
+        format!("{r}/a/b/c"),
+        format!("{r}/../run/x"),
+        format!("{}/via-link/report.json", t.path().display()),
+        r.clone(),
+    ];
+    for out in &targets {
+        // The run named directly and through its parent folder.
+        for audited in [r.as_str(), runs.to_str().expect("utf8")] {
+            let (_, err, code) = ac(&[audited, "--output", out]);
+            assert_eq!(code, 2, "--output {out}: {err}");
+            assert!(err.contains("inside the audited run directory"), "{err}");
+        }
+        let (_, err, code) = ac(&["clean", &r, "--out", out]);
+        assert_eq!(code, 2, "clean --out {out}: {err}");
+        assert!(err.contains("inside the audited run directory"), "{err}");
+    }
+    assert_eq!(snapshot(&run), before, "the run directory changed");
+    // Beside the run, in the folder of runs, is fine.
+    let beside = runs.join("report.json");
+    let (_, err, code) = ac(&[
+        runs.to_str().expect("utf8"),
+        "-o",
+        beside.to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(beside.is_file());
+    // A symlink in the output directory that leads back into the run.
+    #[cfg(unix)]
+    {
+        let out = t.path().join("cleaned");
+        fs::create_dir(&out).expect("mkdir");
+        std::os::unix::fs::symlink(run.join("profile_export.jsonl"), out.join("requests.csv"))
+            .expect("symlink");
+        let (_, err, code) = ac(&["clean", &r, "--out", out.to_str().expect("utf8"), "--force"]);
+        assert_eq!(code, 2, "{err}");
+        assert_eq!(snapshot(&run), before, "the run directory changed");
+    }
+}
+
+// --- 3. Special files are written in place ---------------------------------------
+
+#[cfg(unix)]
+#[test]
+fn special_files_are_written_in_place_regular_files_atomically_with_the_umask() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let (t, dir) = copy_run("clean");
+    let d = dir.to_str().expect("utf8");
+    let (_, err, code) = ac(&[d, "--output", "/dev/null"]);
+    assert_eq!(code, 0, "{err}");
+    let meta = fs::metadata("/dev/null").expect("exists");
+    assert!(meta.file_type().is_char_device(), "/dev/null was replaced");
+    let (out, err, code) = ac(&[d, "--format", "json", "--output", "/dev/stdout"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("the report on standard output");
+    assert_eq!(v["summary"]["runs"], 1);
+    // A regular file: replaced atomically, no temporary file left, mode
+    // from the umask (022 here: 0644).
+    let report = t.path().join("out.json");
+    let bin = assert_cmd::cargo::cargo_bin("artifact-check");
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "umask 022; exec '{}' '{d}' --format json -o '{}'",
+            bin.display(),
+            report.display()
+        ))
+        .status()
+        .expect("runs");
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(
+        fs::metadata(&report).expect("written").permissions().mode() & 0o777,
+        0o644
+    );
+    let leftovers: Vec<_> = fs::read_dir(t.path())
+        .expect("list")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    // A symlink to a regular file keeps its link; the target is replaced.
+    let target = t.path().join("target.json");
+    fs::write(&target, "old").expect("write");
+    let link = t.path().join("link.json");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    let (_, err, code) = ac(&[d, "--format", "json", "-o", link.to_str().expect("utf8")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(fs::symlink_metadata(&link)
+        .expect("meta")
+        .file_type()
+        .is_symlink());
+    assert!(fs::read_to_string(&target)
+        .expect("read")
+        .contains("schema_version"));
+}
+
+// --- 4. Nothing from the input reaches an output raw -----------------------------
+
+/// A character no output may carry raw (newlines aside, which the formats
+/// write themselves between lines).
+fn unsafe_char(c: char) -> bool {
+    (c.is_control() && c != '\n')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
+}
+
+#[test]
+fn no_control_character_or_workflow_command_from_input_reaches_any_format() {
+    let evil = "0.13.0\n::error file=x::pwned \u{1b}[31mRED\u{7} <img src=x onerror=alert(1)> \
+                | cell | \u{202e}reversed\u{9b}";
+    let t = tempfile::tempdir().expect("tempdir");
+    let name = "run\n::warning::named\u{1b}]0;title\u{7}|<b>x</b>";
+    let dir = t.path().join(name);
+    copy_dir(&run_dir("clean"), &dir);
+    for f in ["profile_export_aiperf.json", "server_metrics_export.json"] {
+        let p = dir.join(f);
+        let text = fs::read_to_string(&p).expect("read").replace(
+            "\"aiperf_version\": \"0.13.0\"",
+            &format!(
+                "\"aiperf_version\": {}",
+                serde_json::to_string(evil).expect("json")
+            ),
+        );
+        fs::write(&p, text).expect("write");
+    }
+    // The last record: a profiling one, so it is in the clean export.
+    let last = jsonl(&dir.join("profile_export.jsonl")).len() - 1;
+    edit_line(&dir.join("profile_export.jsonl"), last, |v| {
+        v["metadata"]["x_request_id"] = Value::from("=HYPERLINK(\"http://x\",\"y\")\n::error::id");
+    });
+    let d = dir.to_str().expect("utf8");
+    for format in ["table", "markdown", "github", "junit", "json"] {
+        let (out, err, code) = ac(&["--format", format, d]);
+        assert!(code <= 1, "{format}: {err}");
+        assert!(out.contains("pwned"), "{format}: the version is shown");
+        let bad: Vec<char> = out.chars().filter(|c| unsafe_char(*c)).collect();
+        assert!(bad.is_empty(), "{format}: raw {bad:?}");
+        for line in out.lines() {
+            let ours = [
+                "::error file=",
+                "::warning file=",
+                "::notice file=",
+                "::error title=",
+            ];
+            assert!(
+                !line.starts_with("::") || ours.iter().any(|o| line.starts_with(o)),
+                "{format}: a workflow command from the input: {line}"
+            );
+        }
+        if format == "markdown" {
+            assert!(
+                !out.contains("<img") && !out.contains("<b>"),
+                "raw HTML in markdown"
+            );
+            for row in out.lines().filter(|l| l.starts_with("| ")) {
+                // Every row of the run table has its 7 columns.
+                let cells = row.replace("\\|", "").matches('|').count();
+                assert!(cells == 8 || cells == 5, "{cells} separators: {row}");
+            }
+        }
+    }
+    // The clean export's CSV: an id that is a formula gets a quote.
+    let out = t.path().join("cleaned");
+    let (_, err, code) = ac(&["clean", d, "--out", out.to_str().expect("utf8")]);
+    assert_eq!(code, 0, "{err}");
+    let csv = fs::read_to_string(out.join("requests.csv")).expect("csv");
+    assert!(csv.contains("'=HYPERLINK"), "{csv}");
+    assert!(!csv
+        .lines()
+        .any(|l| l.split(',').any(|c| c.trim_matches('"').starts_with('='))));
+}
+
+// --- 5. Bounded findings ---------------------------------------------------------
+
+#[test]
+fn a_million_bad_lines_are_a_bounded_report() {
+    let (_t, dir) = copy_run("clean");
+    let p = dir.join("profile_export.jsonl");
+    let mut text = fs::read_to_string(&p).expect("read");
+    text.push_str(&"x\n".repeat(1_000_000));
+    fs::write(&p, text).expect("write");
+    let s = dir.join("server_metrics_export.jsonl");
+    let mut scrapes = fs::read_to_string(&s).expect("read");
+    scrapes.push_str(&"{]\n".repeat(1000));
+    fs::write(&s, scrapes).expect("write");
+    let (out, err, code) = ac(&[
+        "--format",
+        "json",
+        dir.to_str().expect("utf8"),
+        "--jobs",
+        "100000",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.len() < 200_000, "a {} byte report", out.len());
+    let v: Value = serde_json::from_str(&out).expect("json");
+    let f = findings(&v);
+    let invalid = |file: &str| {
+        f.iter()
+            .filter(|x| x["code"] == "invalid-record" && x["file"] == file)
+            .collect::<Vec<_>>()
+    };
+    for (file, bad) in [
+        ("profile_export.jsonl", 1_000_000),
+        ("server_metrics_export.jsonl", 1000),
+    ] {
+        let mine = invalid(file);
+        assert_eq!(mine.len(), 101, "{file}");
+        let more = mine.last().expect("the count");
+        assert_eq!(
+            more["effect"][0]["value"],
+            (bad - 100) as f64,
+            "{file}: {more}"
+        );
+    }
+}
+
+// --- 6. A FIFO never blocks ------------------------------------------------------
+
+#[cfg(unix)]
+fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo");
+    assert!(status.success());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_in_place_of_any_input_is_refused_never_read() {
+    for artifact in [
+        "profile_export.jsonl",
+        "profile_export_aiperf.json",
+        "server_metrics_export.json",
+        "server_metrics_export.jsonl",
+        "phase_manifest.json",
+    ] {
+        let (_t, dir) = copy_run("clean");
+        fs::remove_file(dir.join(artifact)).expect("rm");
+        mkfifo(&dir.join(artifact));
+        let (v, _) = json_of(&dir);
+        let f = findings(&v);
+        assert!(
+            f.iter().any(|x| x["code"] == "unreadable-file"
+                && x["file"] == artifact
+                && x["message"].as_str().is_some_and(|m| m.contains("FIFO"))),
+            "{artifact}: {f:?}"
+        );
+    }
+    let (t, dir) = copy_run("clean");
+    let fifo = t.path().join("fifo");
+    mkfifo(&fifo);
+    for flag in ["--config", "--expect"] {
+        let (_, err, code) = ac(&[
+            dir.to_str().expect("utf8"),
+            flag,
+            fifo.to_str().expect("utf8"),
+        ]);
+        assert_eq!(code, 2, "{flag}");
+        assert!(err.contains("FIFO"), "{flag}: {err}");
+        assert_eq!(
+            err.matches("not a regular file").count(),
+            1,
+            "said once: {err}"
+        );
+    }
+}
+
+// --- 7. Nothing accepted silently ------------------------------------------------
+
+#[test]
+fn bytes_after_a_document_and_wrong_types_are_findings() {
+    for (file, tail) in [
+        ("profile_export_aiperf.json", &b"GARBAGE"[..]),
+        ("server_metrics_export.json", &[0u8; 64][..]),
+        ("phase_manifest.json", &b"\n{}"[..]),
+    ] {
+        let (_t, dir) = copy_run("clean");
+        let p = dir.join(file);
+        let mut bytes = fs::read(&p).expect("read");
+        bytes.extend_from_slice(tail);
+        fs::write(&p, bytes).expect("write");
+        let (v, code) = json_of(&dir);
+        assert_eq!(code, 1, "{file}");
+        assert!(
+            findings(&v)
+                .iter()
+                .any(|f| f["code"] == "invalid-json" && f["file"] == file),
+            "{file}"
+        );
+    }
+    // A scrape line with garbage after it, two scrapes on one line, a
+    // sample given as an array.
+    let (_t, dir) = copy_run("clean");
+    let p = dir.join("server_metrics_export.jsonl");
+    let text = fs::read_to_string(&p).expect("read");
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines[1].push_str("xyz");
+    let third = lines.remove(3);
+    lines[2].push_str(&third);
+    let mut v: Value = serde_json::from_str(&lines[3]).expect("json");
+    v["metrics"]["vllm:time_to_first_token_seconds"][0] = serde_json::json!([{}, {}, 1.0, 2.0]);
+    lines[3] = v.to_string();
+    fs::write(&p, lines.join("\n") + "\n").expect("write");
+    let (v, _) = json_of(&dir);
+    let bad: Vec<u64> = findings(&v)
+        .iter()
+        .filter(|f| f["code"] == "invalid-record" && f["file"] == "server_metrics_export.jsonl")
+        .filter_map(|f| f["line"].as_u64())
+        .collect();
+    assert_eq!(bad, vec![2, 3, 4]);
+    // Summary statistics of the wrong type: named, not dropped silently.
+    let (_t, dir) = copy_run("clean");
+    let p = dir.join("profile_export_aiperf.json");
+    let mut s: Value = serde_json::from_str(&fs::read_to_string(&p).expect("read")).expect("json");
+    s["request_latency"]["p99"] = Value::from("x");
+    s["request_count"]["avg"] = Value::from("many");
+    fs::write(&p, s.to_string()).expect("write");
+    let (v, code) = json_of(&dir);
+    assert_eq!(code, 1);
+    let fields: Vec<String> = findings(&v)
+        .iter()
+        .filter(|f| f["code"] == "invalid-json")
+        .filter_map(|f| f["field"].as_str().map(String::from))
+        .collect();
+    assert_eq!(fields, vec!["request_count.avg", "request_latency.p99"]);
+}
+
+#[test]
+fn a_reversed_phase_window_is_a_finding_not_a_negative_overlap() {
+    let (_t, dir) = copy_run("clean");
+    let p = dir.join("server_metrics_export.json");
+    let mut s: Value = serde_json::from_str(&fs::read_to_string(&p).expect("read")).expect("json");
+    let w = &mut s["summary"]["phase_time_ranges"]["warmup"];
+    let (a, b) = (w["start_ns"].clone(), w["end_ns"].clone());
+    w["start_ns"] = b;
+    w["end_ns"] = a;
+    fs::write(&p, s.to_string()).expect("write");
+    let (v, _) = json_of(&dir);
+    let f = findings(&v);
+    assert!(f
+        .iter()
+        .any(|x| x["code"] == "invalid-json" && x["field"] == "summary.phase_time_ranges.warmup"));
+    let negative = |m: &str| {
+        m.as_bytes()
+            .windows(3)
+            .any(|w| w[0] == b' ' && w[1] == b'-' && w[2].is_ascii_digit())
+    };
+    assert!(
+        !f.iter()
+            .any(|x| x["message"].as_str().is_some_and(negative)),
+        "{f:?}"
+    );
+    assert!(!f.iter().any(|x| x["field"] == "?"));
+}
+
+// --- 8. A run directory named like a subcommand ----------------------------------
+
+#[test]
+fn a_folder_of_runs_named_like_a_subcommand_is_never_taken_for_it() {
+    let t = tempfile::tempdir().expect("tempdir");
+    for name in ["config", "codes", "clean"] {
+        copy_dir(&run_dir("clean"), &t.path().join(name));
+        let (_, err, code) = run_in(Some(t.path()), &[name]);
+        assert_eq!(code, 2, "{name}: {err}");
+        assert!(err.contains(&format!("./{name}")), "{err}");
+        let (out, _, code) = run_in(Some(t.path()), &[&format!("./{name}")]);
+        assert_eq!(code, 0);
+        assert!(out.contains("1 run(s)"));
+        let (out, _, code) = run_in(Some(t.path()), &["--", name]);
+        assert_eq!(code, 0);
+        assert!(out.contains("1 run(s)"));
+    }
+}
+
+// --- 9. Smaller ------------------------------------------------------------------
+
+#[test]
+fn clean_never_drops_a_corrupt_line_silently() {
+    let (t, dir) = copy_run("clean");
+    let p = dir.join("profile_export.jsonl");
+    let mut text = fs::read_to_string(&p).expect("read");
+    text.push_str("{\"metadata\": 5}\n");
+    fs::write(&p, text).expect("write");
+    let out = t.path().join("cleaned");
+    let (_, err, code) = ac(&[
+        "clean",
+        dir.to_str().expect("utf8"),
+        "--out",
+        out.to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("not in the export"), "{err}");
+    let s: Value =
+        serde_json::from_str(&fs::read_to_string(out.join("summary.json")).expect("read"))
+            .expect("json");
+    assert_eq!(s["unreadable"].as_array().map(Vec::len), Some(1));
+    // And an existing file is named once, not twice.
+    let (_, err, code) = ac(&[
+        "clean",
+        dir.to_str().expect("utf8"),
+        "--out",
+        out.to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("already exists"), "{err}");
+}
+
+#[test]
+fn claims_must_be_finite_with_tolerances_not_negative() {
+    let t = tempfile::tempdir().expect("tempdir");
+    for (body, key) in [
+        ("value = nan\ntolerance = 1.0", "value"),
+        ("value = inf\ntolerance = 1.0", "value"),
+        ("value = 1.0\ntolerance = -1.0", "tolerance"),
+        ("value = 1.0\ntolerance-pct = nan", "tolerance-pct"),
+    ] {
+        let p = t.path().join("claims.toml");
+        fs::write(&p, format!("[[claim]]\nname = \"ttft_p99_ms\"\n{body}\n")).expect("write");
+        let (_, err, code) = ac(&[
+            run_dir("clean").to_str().expect("utf8"),
+            "--expect",
+            p.to_str().expect("utf8"),
+        ]);
+        assert_eq!(code, 2, "{body}");
+        assert!(err.contains(&format!("{key} = ")), "{body}: {err}");
+    }
+}
+
+#[test]
+fn an_existing_output_file_error_says_its_cause_once() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let file = t.path().join("a-file");
+    fs::write(&file, "x").expect("write");
+    let out = file.join("sub");
+    let (_, err, code) = ac(&[
+        "clean",
+        run_dir("clean").to_str().expect("utf8"),
+        "--out",
+        out.to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, 2);
+    let cause = err
+        .rsplit(": ")
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    assert_eq!(err.matches(cause.as_str()).count(), 1, "{err}");
+}
