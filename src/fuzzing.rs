@@ -108,7 +108,112 @@ pub fn whole_run(data: &[u8], summary_json: &[u8]) {
         write(scrapes::FILE, c);
     }
     write(summary::FILE, summary_json);
-    let run = crate::audit_run(dir.path(), &crate::config::Settings::default(), &[]);
+    audit_and_check(dir.path());
+}
+
+/// A real run (its files as `(name, bytes)`) whose raw-scrape numbers the
+/// input overwrites, then audited with every check. Each 9 bytes of input
+/// are a position (a `u16` picking one number of the scrapes file, modulo
+/// their count), a kind byte and 6 value bytes read as: an integer up to
+/// 2^64 + 1 and past it, a float from its bits (huge, tiny, negative; a
+/// non-finite one as the largest finite), or a small count. The numbers are
+/// what the attribution and reset logic size their work from: a count of
+/// 1e300 once panicked there.
+pub fn scrape_numbers(data: &[u8], files: &[(&str, &[u8])]) {
+    let Some((_, scrapes_bytes)) = files.iter().find(|(n, _)| *n == scrapes::FILE) else {
+        return;
+    };
+    let Ok(text) = std::str::from_utf8(scrapes_bytes) else {
+        return;
+    };
+    let mut lines: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let mut positions = Vec::new();
+    for (i, v) in lines.iter().enumerate() {
+        number_paths(v, &mut Vec::new(), &mut |p| positions.push((i, p)));
+    }
+    if positions.is_empty() {
+        return;
+    }
+    for chunk in data.chunks_exact(9) {
+        let pick = u16::from_le_bytes([chunk[0], chunk[1]]) as usize % positions.len();
+        let mut raw = [0u8; 8];
+        raw[..6].copy_from_slice(&chunk[3..9]);
+        let bits = u64::from_le_bytes(raw);
+        let value = match chunk[2] % 4 {
+            0 => serde_json::json!(bits),
+            1 => serde_json::json!(u64::MAX - (bits & 0xffff)),
+            2 => {
+                let f = f64::from_bits(bits.rotate_left(16) | (u64::from(chunk[2]) << 56));
+                serde_json::json!(if f.is_finite() {
+                    f
+                } else {
+                    f64::MAX.copysign(f)
+                })
+            }
+            _ => serde_json::json!(bits % 1000),
+        };
+        let (line, path) = &positions[pick];
+        if let Some(slot) = path.iter().try_fold(&mut lines[*line], |v, key| match key {
+            Key::Field(k) => v.get_mut(k.as_str()),
+            Key::Index(i) => v.get_mut(*i),
+        }) {
+            *slot = value;
+        }
+    }
+    let Ok(dir) = tempfile::tempdir() else { return };
+    for (name, bytes) in files {
+        let body: Vec<u8> = if *name == scrapes::FILE {
+            lines
+                .iter()
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+                .into_bytes()
+        } else {
+            bytes.to_vec()
+        };
+        if std::fs::write(dir.path().join(name), body).is_err() {
+            return;
+        }
+    }
+    audit_and_check(dir.path());
+}
+
+/// A step of a path into a JSON value.
+#[derive(Clone)]
+enum Key {
+    Field(String),
+    Index(usize),
+}
+
+/// Calls `found` with the path of every number in `v`.
+fn number_paths(v: &serde_json::Value, at: &mut Vec<Key>, found: &mut dyn FnMut(Vec<Key>)) {
+    match v {
+        serde_json::Value::Number(_) => found(at.clone()),
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                at.push(Key::Index(i));
+                number_paths(x, at, found);
+                at.pop();
+            }
+        }
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                at.push(Key::Field(k.clone()));
+                number_paths(x, at, found);
+                at.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Audits the run in `dir` with every check: the verdict must follow the
+/// findings, and every finding says something with finite effects.
+fn audit_and_check(dir: &std::path::Path) {
+    let run = crate::audit_run(dir, &crate::config::Settings::default(), &[]);
     let worst = run.findings.iter().map(|f| f.severity).max();
     let expected = match worst {
         _ if run.status == RunStatus::Error => RunStatus::Error,

@@ -20,13 +20,31 @@ fn summary_bytes() -> Vec<u8> {
 #[test]
 fn fuzz_regressions_replay_without_a_broken_invariant() {
     let summary = summary_bytes();
-    let targets: [Target; 6] = [
+    let clean = run_dir("clean");
+    let names = [
+        "profile_export.jsonl",
+        "profile_export_aiperf.json",
+        "server_metrics_export.json",
+        "server_metrics_export.jsonl",
+        "phase_manifest.json",
+    ];
+    let bytes: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| fs::read(clean.join(n)).expect("sample file"))
+        .collect();
+    let files: Vec<(&str, &[u8])> = names
+        .iter()
+        .copied()
+        .zip(bytes.iter().map(Vec::as_slice))
+        .collect();
+    let targets: [Target; 7] = [
         ("records_jsonl", &fuzzing::records_jsonl),
         ("record_fast_path", &fuzzing::record_fast_path),
         ("server_metrics_json", &fuzzing::server_metrics_json),
         ("summary_json", &fuzzing::summary_json),
         ("scrapes_jsonl", &fuzzing::scrapes_jsonl),
         ("whole_run", &|d| fuzzing::whole_run(d, &summary)),
+        ("scrape_numbers", &|d| fuzzing::scrape_numbers(d, &files)),
     ];
     let dir = root().join("tests/fuzz/regressions");
     let mut replayed = 0;
@@ -47,6 +65,41 @@ fn fuzz_regressions_replay_without_a_broken_invariant() {
         }
     }
     assert!(replayed > 0, "no regression input under {}", dir.display());
+}
+
+/// The numbers target with inputs that set many numbers of a real scrapes
+/// file to each kind of extreme value (2^64 - k, 1e300-like floats, ...).
+#[test]
+fn extreme_scrape_numbers_keep_every_invariant() {
+    let clean = run_dir("clean");
+    let names = [
+        "profile_export.jsonl",
+        "profile_export_aiperf.json",
+        "server_metrics_export.json",
+        "server_metrics_export.jsonl",
+        "phase_manifest.json",
+    ];
+    let bytes: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| fs::read(clean.join(n)).expect("sample file"))
+        .collect();
+    let files: Vec<(&str, &[u8])> = names
+        .iter()
+        .copied()
+        .zip(bytes.iter().map(Vec::as_slice))
+        .collect();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for kind in 0..4u8 {
+        let mut input = Vec::new();
+        for _ in 0..60 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let b = state.to_le_bytes();
+            input.extend_from_slice(&[b[0], b[1], kind, 0xff, 0xff, b[2], b[3], 0xff, 0x7f]);
+        }
+        fuzzing::scrape_numbers(&input, &files);
+    }
 }
 
 #[test]

@@ -32,6 +32,8 @@ done
 seed server_metrics_json "$runs"/*/server_metrics_export.json
 seed summary_json "$runs"/*/profile_export_aiperf.json
 seed scrapes_jsonl "$runs"/*/server_metrics_export.jsonl
+mkdir -p "$here/corpus/scrape_numbers"
+head -c 900 /dev/urandom > "$here/corpus/scrape_numbers/random"
 mkdir -p "$here/corpus/whole_run"
 for r in "$runs"/*/; do
   { cat "$r/profile_export.jsonl"; printf '\0'; cat "$r/server_metrics_export.json"; printf '\0';
@@ -39,7 +41,7 @@ for r in "$runs"/*/; do
 done
 
 status=0
-for t in records_jsonl record_fast_path server_metrics_json summary_json scrapes_jsonl whole_run; do
+for t in records_jsonl record_fast_path server_metrics_json summary_json scrapes_jsonl whole_run scrape_numbers; do
   echo "== $t ($secs s)"
   # Inputs an earlier run saved belong in regressions/ already: keep them
   # there and start clean, so only what this run finds is reported.
