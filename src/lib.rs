@@ -268,64 +268,123 @@ pub fn audit_with_progress(
     claims: &[Claim],
     tick: &(dyn Fn() + Sync),
 ) -> Report {
-    let (dirs, errors) = discover::find_runs(paths);
-    let audit_one = |d: &PathBuf| {
-        let r = audit_run(d, settings, claims);
-        tick();
-        r
-    };
-    // One run: audit it from this thread, so its reader can use the whole
-    // pool. Many runs: one per worker (each reads its files sequentially).
-    let runs: Vec<RunReport> = if dirs.len() == 1 {
-        dirs.iter().map(audit_one).collect()
-    } else {
-        dirs.par_iter().map(audit_one).collect()
-    };
-    let mut summary = Summary {
-        runs: runs.len(),
-        fail_on: settings.fail_on,
-        ..Default::default()
-    };
-    for sev in ["error", "warning", "info"] {
-        summary.findings.insert(sev, 0);
-    }
-    let mut failing = false;
-    for r in &runs {
-        match r.status {
-            RunStatus::Pass => summary.passed += 1,
-            RunStatus::Warn => summary.warned += 1,
-            RunStatus::Fail => summary.failed += 1,
-            RunStatus::Error => summary.errored += 1,
-        }
-        for f in &r.findings {
-            *summary.findings.entry(f.severity.as_str()).or_default() += 1;
-            failing |= f.severity >= settings.fail_on;
-        }
-    }
-    // A user-named metric that exists in no run is a mistake, not a pass.
-    let mut errors = errors;
-    for (name, _) in &settings.phase.extra_metrics {
-        let nowhere = runs.iter().all(|r| r.unknown_user_metrics.contains(name));
-        if nowhere && !runs.is_empty() {
-            errors.push(PathError {
-                path: format!("--request-scoped-metric {name}"),
-                message: "this metric exists in no audited run (misspelt?)".into(),
-            });
-        }
-    }
-    summary.path_errors = errors.len();
-    summary.exit_code = if summary.errored > 0 || !errors.is_empty() {
-        EXIT_ERROR
-    } else if failing {
-        EXIT_FINDINGS
-    } else {
-        EXIT_OK
-    };
+    let mut runs = Vec::new();
+    let (errors, summary) = audit_each(paths, settings, claims, tick, &mut |r| {
+        runs.push(r);
+        Ok(())
+    })
+    .unwrap_or_else(|e: std::io::Error| unreachable!("collecting cannot fail: {e}"));
     Report {
         schema_version: REPORT_SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION"),
         runs,
         errors,
         summary,
+    }
+}
+
+/// Audits every run under `paths` and hands each report to `emit` in path
+/// order as soon as it and those before it are done, keeping no more than a
+/// batch of runs (a few per worker) in memory: 10,000 runs cost what a batch
+/// costs, not what all of them do. Returns the path errors and the summary,
+/// which are only known at the end. An `emit` error stops the audit.
+pub fn audit_each(
+    paths: &[PathBuf],
+    settings: &Settings,
+    claims: &[Claim],
+    tick: &(dyn Fn() + Sync),
+    emit: &mut dyn FnMut(RunReport) -> std::io::Result<()>,
+) -> std::io::Result<(Vec<PathError>, Summary)> {
+    let (dirs, errors) = discover::find_runs(paths);
+    let audit_one = |d: &PathBuf| {
+        let r = audit_run(d, settings, claims);
+        tick();
+        r
+    };
+    let mut tally = Tally::new(settings);
+    if dirs.len() == 1 {
+        // One run: audited from this thread, so its reader can use the
+        // whole pool.
+        let r = audit_one(&dirs[0]);
+        tally.add(&r);
+        emit(r)?;
+    } else {
+        // Many: one per worker, in batches emitted in order.
+        let batch = rayon::current_num_threads().max(1) * 4;
+        for chunk in dirs.chunks(batch) {
+            let reports: Vec<RunReport> = chunk.par_iter().map(audit_one).collect();
+            for r in reports {
+                tally.add(&r);
+                emit(r)?;
+            }
+        }
+    }
+    Ok(tally.finish(errors, settings))
+}
+
+/// The summary's counts, run by run.
+struct Tally {
+    summary: Summary,
+    failing: bool,
+    /// User-named metrics missing from every run so far (`None`: no run yet).
+    missing_everywhere: Option<Vec<String>>,
+}
+
+impl Tally {
+    fn new(settings: &Settings) -> Tally {
+        let mut summary = Summary {
+            fail_on: settings.fail_on,
+            ..Default::default()
+        };
+        for sev in ["error", "warning", "info"] {
+            summary.findings.insert(sev, 0);
+        }
+        Tally {
+            summary,
+            failing: false,
+            missing_everywhere: None,
+        }
+    }
+
+    fn add(&mut self, r: &RunReport) {
+        let s = &mut self.summary;
+        s.runs += 1;
+        match r.status {
+            RunStatus::Pass => s.passed += 1,
+            RunStatus::Warn => s.warned += 1,
+            RunStatus::Fail => s.failed += 1,
+            RunStatus::Error => s.errored += 1,
+        }
+        for f in &r.findings {
+            *s.findings.entry(f.severity.as_str()).or_default() += 1;
+            self.failing |= f.severity >= s.fail_on;
+        }
+        let missing = self
+            .missing_everywhere
+            .get_or_insert_with(|| r.unknown_user_metrics.clone());
+        missing.retain(|m| r.unknown_user_metrics.contains(m));
+    }
+
+    fn finish(self, mut errors: Vec<PathError>, settings: &Settings) -> (Vec<PathError>, Summary) {
+        let mut summary = self.summary;
+        // A user-named metric that exists in no run is a mistake, not a pass.
+        let missing = self.missing_everywhere.unwrap_or_default();
+        for (name, _) in &settings.phase.extra_metrics {
+            if missing.contains(name) {
+                errors.push(PathError {
+                    path: format!("--request-scoped-metric {name}"),
+                    message: "this metric exists in no audited run (misspelt?)".into(),
+                });
+            }
+        }
+        summary.path_errors = errors.len();
+        summary.exit_code = if summary.errored > 0 || !errors.is_empty() {
+            EXIT_ERROR
+        } else if self.failing {
+            EXIT_FINDINGS
+        } else {
+            EXIT_OK
+        };
+        (errors, summary)
     }
 }

@@ -116,6 +116,26 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
             b.inc(1);
         }
     };
+    let format = args.format.unwrap_or(Format::Table);
+    if format == Format::Json {
+        // Streamed: each run is written as soon as it is audited, so memory
+        // does not grow with the number of runs.
+        let mut code = 0;
+        let stream = |w: &mut dyn Write| -> io::Result<()> {
+            let mut json = report::json::JsonStream::begin(w)?;
+            let (errors, summary) =
+                artifact_check::audit_each(&args.paths, &settings, &claims, &tick, &mut |r| {
+                    json.run(&r)
+                })?;
+            code = summary.exit_code;
+            json.end(&errors, &summary)
+        };
+        write_out(args.output.as_deref(), &protected, stream)?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        return Ok(code);
+    }
     let report = artifact_check::audit_with_progress(&args.paths, &settings, &claims, &tick);
     if let Some(b) = bar {
         b.finish_and_clear();
@@ -125,21 +145,30 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
         && stdout_tty
         && !args.no_color
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let format = args.format.unwrap_or(Format::Table);
     let opts = report::Options { colour };
-    match &args.output {
-        Some(path) => files::write(path, &protected, |w| {
-            report::render(format, &report, opts, w)
-        })
-        .context("writing the report")?,
+    write_out(args.output.as_deref(), &protected, |w| {
+        report::render(format, &report, opts, w)
+    })?;
+    Ok(report.exit_code())
+}
+
+/// Writes with `write` to `path` (see [`files::write`]) or to standard
+/// output.
+fn write_out(
+    path: Option<&std::path::Path>,
+    protected: &files::Protected,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<()> {
+    match path {
+        Some(path) => files::write(path, protected, write).context("writing the report")?,
         None => {
             // Stdout is line-buffered: a big JSON report would be a write per line.
             let mut out = io::BufWriter::with_capacity(1 << 20, io::stdout().lock());
-            report::render(format, &report, opts, &mut out)?;
+            write(&mut out)?;
             out.flush()?;
         }
     }
-    Ok(report.exit_code())
+    Ok(())
 }
 
 /// A progress bar on standard error, only on a terminal and only for work

@@ -184,23 +184,157 @@ pub struct RunInfo {
     pub cli_command: Option<String>,
 }
 
-#[derive(Deserialize)]
+/// The summary as read: the known keys typed, and of every other key only
+/// what a metric entry is made of ([`Shallow`]), so an unknown key holding
+/// 200 MB costs no DOM.
+#[derive(Default)]
 struct RawSummary {
     schema_version: Option<String>,
     aiperf_version: Option<String>,
     benchmark_id: Option<String>,
-    #[serde(default)]
     input_config: Option<InputConfig>,
-    #[serde(default)]
     run_info: Option<RunInfo>,
-    #[serde(default)]
     was_cancelled: Option<bool>,
-    #[serde(default)]
     is_complete: Option<bool>,
-    #[serde(default)]
     incomplete_reason: Option<String>,
-    #[serde(flatten)]
     rest: BTreeMap<String, Value>,
+}
+
+impl<'de> Deserialize<'de> for RawSummary {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawSummary;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("the summary object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<RawSummary, A::Error> {
+                let mut r = RawSummary::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "schema_version" => r.schema_version = map.next_value()?,
+                        "aiperf_version" => r.aiperf_version = map.next_value()?,
+                        "benchmark_id" => r.benchmark_id = map.next_value()?,
+                        "input_config" => r.input_config = map.next_value()?,
+                        "run_info" => r.run_info = map.next_value()?,
+                        "was_cancelled" => r.was_cancelled = map.next_value()?,
+                        "is_complete" => r.is_complete = map.next_value()?,
+                        "incomplete_reason" => r.incomplete_reason = map.next_value()?,
+                        "warmup_metrics" => {
+                            let v: Shallow<Shallow<Scalar>> = map.next_value()?;
+                            r.rest.insert(key, v.0);
+                        }
+                        _ => {
+                            let v: Shallow<Scalar> = map.next_value()?;
+                            r.rest.insert(key, v.0);
+                        }
+                    }
+                }
+                Ok(r)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A value read shallowly: an object with each member read as `T`, or,
+/// for anything else, a stand-in of its type (a scalar as itself, an array
+/// as `[]`), the content skipped.
+struct Shallow<T>(Value, std::marker::PhantomData<T>);
+
+/// A scalar as itself; an array or object skipped, as an empty one.
+struct Scalar(Value);
+
+/// What [`Shallow`] and [`Scalar`] read.
+fn shallow_visitor<'de, D, T>(d: D) -> Result<Value, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de> + Into<Value>,
+{
+    struct V<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de> + Into<Value>> serde::de::Visitor<'de> for V<T> {
+        type Value = Value;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+            Ok(Value::Bool(v))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+            Ok(Value::String(v.to_string()))
+        }
+        fn visit_unit<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(Value::Array(Vec::new()))
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut out = serde_json::Map::new();
+            while let Some(k) = map.next_key::<String>()? {
+                let v: T = map.next_value()?;
+                out.insert(k, v.into());
+            }
+            Ok(Value::Object(out))
+        }
+    }
+    d.deserialize_any(V::<T>(std::marker::PhantomData))
+}
+
+impl From<Scalar> for Value {
+    fn from(s: Scalar) -> Value {
+        s.0
+    }
+}
+
+impl<T> From<Shallow<T>> for Value {
+    fn from(s: Shallow<T>) -> Value {
+        s.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // An object here is skipped: a metric's statistics are scalars.
+        shallow_visitor::<D, Skipped>(d).map(|v| match v {
+            Value::Object(_) => Scalar(Value::Object(serde_json::Map::new())),
+            v => Scalar(v),
+        })
+    }
+}
+
+impl<'de, T: Deserialize<'de> + Into<Value>> Deserialize<'de> for Shallow<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        shallow_visitor::<D, T>(d).map(|v| Shallow(v, std::marker::PhantomData))
+    }
+}
+
+/// A member skipped whatever it is.
+struct Skipped;
+
+impl<'de> Deserialize<'de> for Skipped {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| Skipped)
+    }
+}
+
+impl From<Skipped> for Value {
+    fn from(_: Skipped) -> Value {
+        Value::Null
+    }
 }
 
 /// The parsed summary.

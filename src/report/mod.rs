@@ -5,6 +5,7 @@
 
 pub mod escape;
 mod github;
+pub mod json;
 mod junit;
 mod markdown;
 mod table;

@@ -1,0 +1,112 @@
+//! The JSON report, written run by run: the same bytes as the whole
+//! [`Report`](crate::Report) serialized pretty at once, without holding it.
+
+use std::io::{self, Write};
+
+use super::escape::write_json;
+use crate::discover::PathError;
+use crate::{RunReport, Summary, REPORT_SCHEMA_VERSION};
+
+/// A JSON report being written.
+pub struct JsonStream<'a> {
+    out: &'a mut dyn Write,
+    runs: usize,
+}
+
+/// `value` pretty-printed, every line after the first indented by `indent`
+/// (a string never holds a raw newline, so this is exact).
+fn nested(
+    out: &mut dyn Write,
+    value: &impl serde::Serialize,
+    indent: &str,
+    first: bool,
+) -> io::Result<()> {
+    let mut buf = Vec::new();
+    write_json(&mut buf, value)?;
+    for (i, line) in buf.split(|b| *b == b'\n').enumerate() {
+        if i > 0 {
+            out.write_all(b"\n")?;
+        }
+        if i > 0 || first {
+            out.write_all(indent.as_bytes())?;
+        }
+        out.write_all(line)?;
+    }
+    Ok(())
+}
+
+impl<'a> JsonStream<'a> {
+    /// Writes the head of the document.
+    pub fn begin(out: &'a mut dyn Write) -> io::Result<JsonStream<'a>> {
+        write!(
+            out,
+            "{{\n  \"schema_version\": {},\n  \"tool_version\": {},\n  \"runs\": [",
+            serde_json::to_string(REPORT_SCHEMA_VERSION)?,
+            serde_json::to_string(env!("CARGO_PKG_VERSION"))?
+        )?;
+        Ok(JsonStream { out, runs: 0 })
+    }
+
+    /// Writes one run.
+    pub fn run(&mut self, run: &RunReport) -> io::Result<()> {
+        self.out
+            .write_all(if self.runs == 0 { b"\n" } else { b",\n" })?;
+        self.runs += 1;
+        nested(self.out, run, "    ", true)
+    }
+
+    /// Writes the path errors and the summary, and closes the document.
+    pub fn end(self, errors: &[PathError], summary: &Summary) -> io::Result<()> {
+        if self.runs > 0 {
+            self.out.write_all(b"\n  ")?;
+        }
+        self.out.write_all(b"],\n  \"errors\": ")?;
+        nested(self.out, &errors, "  ", false)?;
+        self.out.write_all(b",\n  \"summary\": ")?;
+        nested(self.out, summary, "  ", false)?;
+        self.out.write_all(b"\n}\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Streamed, the report is byte for byte the one serialized at once:
+    /// with no run, one, and several (and a path error).
+    #[test]
+    fn streamed_is_the_whole_report_byte_for_byte() {
+        let runs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-artifacts/runs");
+        let sets: Vec<Vec<std::path::PathBuf>> = vec![
+            vec![],
+            vec![runs.join("clean")],
+            vec![
+                runs.join("clean"),
+                runs.join("cold-tls"),
+                runs.join("no-such-run"),
+            ],
+        ];
+        let settings = crate::config::Settings::default();
+        for paths in sets {
+            let whole = crate::audit(&paths, &settings, &[]);
+            let mut want = Vec::new();
+            super::super::render(
+                super::super::Format::Json,
+                &whole,
+                Default::default(),
+                &mut want,
+            )
+            .expect("render");
+            let mut got = Vec::new();
+            let mut stream = JsonStream::begin(&mut got).expect("begin");
+            for r in &whole.runs {
+                stream.run(r).expect("run");
+            }
+            stream.end(&whole.errors, &whole.summary).expect("end");
+            assert_eq!(
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(&want)
+            );
+        }
+    }
+}
