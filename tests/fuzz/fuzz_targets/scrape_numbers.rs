@@ -5,7 +5,7 @@ macro_rules! run_file {
     ($name:literal) => {
         (
             $name,
-            &include_bytes!(concat!("../../../sample-artifacts/runs/clean/", $name))[..],
+            include_bytes!(concat!("../../../sample-artifacts/runs/clean/", $name)) as &[u8],
         )
     };
 }
