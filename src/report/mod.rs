@@ -30,6 +30,19 @@ pub enum Format {
     Github,
 }
 
+impl Format {
+    /// The name as given to `--format` and `--report`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Json => "json",
+            Format::Junit => "junit",
+            Format::Markdown => "markdown",
+            Format::Github => "github",
+        }
+    }
+}
+
 /// Rendering options.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
