@@ -280,11 +280,13 @@ impl ClaimResult {
                          requests dropped) give {}: {}",
                         self.name,
                         self.claimed,
-                        self.supported.map_or("nothing".to_string(), |s| format!("{s:.6}")),
+                        self.supported
+                            .map_or("nothing".to_string(), |s| format!("{s:.6}")),
                         // No percentage of 0: the absolute difference instead.
                         match (self.difference_pct, self.difference) {
                             (Some(p), _) if p.is_finite() => format!("{p:+.2} %"),
-                            (_, Some(d)) => format!("{d:+.6} (absolute; a percentage of 0 is undefined)"),
+                            (_, Some(d)) =>
+                                format!("{d:+.6} (absolute; a percentage of 0 is undefined)"),
                             _ => "off".to_string(),
                         }
                     ),

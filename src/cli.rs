@@ -52,9 +52,18 @@ pub struct AuditArgs {
     /// Run directories, or folders searched recursively for run directories.
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Output format [default: table].
+    /// Output format [default: concise].
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// The full tables (`--format full`).
+    #[arg(short, long, conflicts_with_all = ["format", "quiet", "statistics"])]
+    pub verbose: bool,
+    /// Only the findings at or above the fail level and the closing line.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Only the counts per finding code over all runs (and the closing line).
+    #[arg(long)]
+    pub statistics: bool,
     /// Write the report to FILE (atomically) instead of standard output.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,

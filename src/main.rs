@@ -123,7 +123,11 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
             b.inc(1);
         }
     };
-    let format = args.format.unwrap_or(Format::Table);
+    let format = match args.format {
+        Some(f) => f,
+        None if args.verbose => Format::Table,
+        None => Format::Concise,
+    };
     if format == Format::Json && args.reports.is_empty() {
         // Streamed: each run is written as soon as it is audited, so memory
         // does not grow with the number of runs.
@@ -152,12 +156,16 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
         && stdout_tty
         && !args.no_color
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let opts = report::Options { colour };
+    let opts = report::Options {
+        colour,
+        quiet: args.quiet,
+        statistics: args.statistics,
+    };
     // Every report first (never coloured), then the main output: an error
     // writing one is exit 2 only after the others were tried.
     let mut failed = Vec::new();
     for (f, path) in &args.reports {
-        let plain = report::Options { colour: false };
+        let plain = report::Options::default();
         if let Err(e) = files::write(path, &protected, |w| report::render(*f, &report, plain, w)) {
             eprintln!(
                 "artifact-check: error: writing the {} report: {:#}",

@@ -51,7 +51,11 @@ fn the_documented_workflow_writes_every_report_when_the_audit_fails() {
     let names: Vec<&str> = steps.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
-        ["Install artifact-check", "Audit result folders", "Step summary"]
+        [
+            "Install artifact-check",
+            "Audit result folders",
+            "Step summary"
+        ]
     );
     let t = tempfile::tempdir().expect("tempdir");
     for run in ["clean", "late-warmup"] {

@@ -260,13 +260,18 @@ fn junit_has_a_testcase_per_claim() {
     let doc = roxmltree::Document::parse(&xml).expect("xml");
     let cases: Vec<roxmltree::Node> = doc
         .descendants()
-        .filter(|n| n.has_tag_name("testcase") && n.attribute("classname") == Some("artifact-check.claims"))
+        .filter(|n| {
+            n.has_tag_name("testcase") && n.attribute("classname") == Some("artifact-check.claims")
+        })
         .collect();
     assert_eq!(cases.len(), 2, "{xml}");
     let failed = |n: &roxmltree::Node| n.children().any(|c| c.has_tag_name("failure"));
     assert_eq!(cases[0].attribute("name"), Some("claim ttft_p99_ms"));
     assert!(!failed(&cases[0]));
-    assert_eq!(cases[1].attribute("name"), Some("claim time_to_first_token.p99"));
+    assert_eq!(
+        cases[1].attribute("name"),
+        Some("claim time_to_first_token.p99")
+    );
     assert!(failed(&cases[1]));
     // Every check's testcase has a classname too.
     assert!(doc

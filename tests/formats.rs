@@ -90,21 +90,40 @@ fn github_annotations_point_at_files_capped_and_ranked() {
     let (json, _) = all_runs("json", &[]);
     let report: serde_json::Value = serde_json::from_str(&json).expect("json");
     let mut per = std::collections::BTreeMap::new();
-    for f in report["runs"].as_array().expect("runs").iter().flat_map(|r| r["findings"].as_array().expect("f").iter()) {
-        *per.entry(f["severity"].as_str().expect("severity").to_string()).or_insert(0usize) += 1;
+    for f in report["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .flat_map(|r| r["findings"].as_array().expect("f").iter())
+    {
+        *per.entry(f["severity"].as_str().expect("severity").to_string())
+            .or_insert(0usize) += 1;
     }
     let shown: usize = per.values().map(|n| (*n).min(9)).sum();
     let cut: usize = per.values().map(|n| n.saturating_sub(9)).sum();
-    assert!(cut > 0, "the sample runs have more than 9 findings of a level");
+    assert!(
+        cut > 0,
+        "the sample runs have more than 9 findings of a level"
+    );
     let annotations: Vec<&str> = gh.lines().filter(|l| l.starts_with("::")).collect();
     assert_eq!(annotations.len(), shown + 1);
     // Ranked: no error after a warning or notice, no warning after a notice.
-    let rank = |a: &str| ["::error", "::warning", "::notice"].iter().position(|p| a.starts_with(p));
-    let ranks: Vec<usize> = annotations[..shown].iter().filter_map(|a| rank(a)).collect();
+    let rank = |a: &str| {
+        ["::error", "::warning", "::notice"]
+            .iter()
+            .position(|p| a.starts_with(p))
+    };
+    let ranks: Vec<usize> = annotations[..shown]
+        .iter()
+        .filter_map(|a| rank(a))
+        .collect();
     assert!(ranks.windows(2).all(|w| w[0] <= w[1]), "{gh}");
     let last = annotations[shown];
     assert!(last.starts_with("::error title=artifact-check::"), "{last}");
-    assert!(last.contains(&format!("{cut} more finding(s) not annotated")), "{last}");
+    assert!(
+        last.contains(&format!("{cut} more finding(s) not annotated")),
+        "{last}"
+    );
     assert!(annotations.iter().all(|a| !a[2..].contains('\n')));
     assert_eq!(code, 1);
     // One run's annotation points at its file.
@@ -130,7 +149,11 @@ fn markdown_of_many_runs_fits_a_comment() {
     }
     let (md, _, code) = cli(&["--format", "markdown", t.path().to_str().expect("utf8")]);
     assert_eq!(code, 1);
-    assert!(md.chars().count() < 65_536, "{} characters", md.chars().count());
+    assert!(
+        md.chars().count() < 65_536,
+        "{} characters",
+        md.chars().count()
+    );
     assert!(md.starts_with(&format!("## artifact-check: {} run(s)", 4 * RUNS.len())));
     assert!(md.contains("**Truncated**"), "{md}");
     assert!(md.trim_end().ends_with("(fail level error)."));

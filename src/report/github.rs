@@ -65,7 +65,13 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             "title={}",
             property(&format!("artifact-check {}", f.code.as_str()))
         ));
-        writeln!(out, "::{} {}::{}", level(f.severity), props.join(","), data(&f.message))?;
+        writeln!(
+            out,
+            "::{} {}::{}",
+            level(f.severity),
+            props.join(","),
+            data(&f.message)
+        )?;
     }
     let cut: usize = left_out.iter().sum();
     if cut > 0 {

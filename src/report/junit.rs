@@ -83,7 +83,8 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             let figures = format!(
                 "claimed {}, the cleaned artifacts give {}",
                 c.claimed,
-                c.supported.map_or("nothing (cannot tell)".to_string(), |v| format!("{v}"))
+                c.supported
+                    .map_or("nothing (cannot tell)".to_string(), |v| format!("{v}"))
             );
             let mut case = match c.within {
                 Some(true) => TestCase::new(name, TestCaseStatus::success()),

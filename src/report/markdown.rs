@@ -37,12 +37,20 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         "## artifact-check: {} run(s): {} passed, {} warned, {} failed, {} errored\n",
         s.runs, s.passed, s.warned, s.failed, s.errored
     );
-    let _ = writeln!(head, "| run | status | AIPerf | errors | warnings | info | worst finding |");
+    let _ = writeln!(
+        head,
+        "| run | status | AIPerf | errors | warnings | info | worst finding |"
+    );
     let _ = writeln!(head, "|---|---|---|---|---|---|---|");
     let rows: Vec<String> = report.runs.iter().map(run_row).collect();
     let mut errors = String::new();
     for e in &report.errors {
-        let _ = writeln!(errors, "\n**error**: {}: {}", cell(&e.path), cell(&e.message));
+        let _ = writeln!(
+            errors,
+            "\n**error**: {}: {}",
+            cell(&e.path),
+            cell(&e.message)
+        );
     }
     let details: Vec<String> = report
         .runs
@@ -50,7 +58,11 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         .filter(|r| !r.findings.is_empty())
         .map(run_details)
         .collect();
-    let footer = format!("\nExit code {} (fail level {}).\n", s.exit_code, s.fail_on.as_str());
+    let footer = format!(
+        "\nExit code {} (fail level {}).\n",
+        s.exit_code,
+        s.fail_on.as_str()
+    );
     // Room kept for the note and the footer.
     let budget = MAX_CHARS - 400 - footer.len();
     let mut text = head;
