@@ -277,11 +277,18 @@ impl ClaimResult {
                     CLAIM_MISMATCH,
                     format!(
                         "claim {} = {} but the cleaned artifacts (warmup, cold and failed \
-                         requests dropped) give {:.6}: {:+.2} %",
+                         requests dropped) give {}: {}",
                         self.name,
                         self.claimed,
-                        self.supported.unwrap_or(f64::NAN),
-                        self.difference_pct.unwrap_or(f64::NAN)
+                        self.supported
+                            .map_or("nothing".to_string(), |s| format!("{s:.6}")),
+                        // No percentage of 0: the absolute difference instead.
+                        match (self.difference_pct, self.difference) {
+                            (Some(p), _) if p.is_finite() => format!("{p:+.2} %"),
+                            (_, Some(d)) =>
+                                format!("{d:+.6} (absolute; a percentage of 0 is undefined)"),
+                            _ => "off".to_string(),
+                        }
                     ),
                 )
                 .field(self.name.clone())

@@ -52,12 +52,27 @@ pub struct AuditArgs {
     /// Run directories, or folders searched recursively for run directories.
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Output format [default: table].
+    /// Output format [default: concise].
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// The full tables (`--format full`).
+    #[arg(short, long, conflicts_with_all = ["format", "quiet", "statistics"])]
+    pub verbose: bool,
+    /// Only the findings at or above the fail level and the closing line.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Only the counts per finding code over all runs (and the closing line).
+    #[arg(long)]
+    pub statistics: bool,
     /// Write the report to FILE (atomically) instead of standard output.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also write the report in FORMAT to PATH (repeatable:
+    /// `--report junit=out/junit.xml --report markdown=out/summary.md`).
+    /// Every report is written before the exit code is decided, so a
+    /// failing audit still writes them all.
+    #[arg(long = "report", value_name = "FORMAT=PATH", value_parser = report_spec)]
+    pub reports: Vec<(Format, PathBuf)>,
     /// Exit 1 when a finding at or above this severity exists [default: error].
     #[arg(long, value_parser = PossibleValuesParser::new(["error", "warning", "info"]))]
     pub fail_on: Option<String>,
@@ -122,6 +137,25 @@ pub struct Thresholds {
     /// (repeatable).
     #[arg(long, value_name = "NAME=WHEN", value_parser = name_when)]
     pub request_scoped_metric: Vec<(String, String)>,
+}
+
+/// `FORMAT=PATH`.
+fn report_spec(spec: &str) -> Result<(Format, PathBuf), String> {
+    use clap::ValueEnum;
+    let (format, path) = spec
+        .split_once('=')
+        .ok_or_else(|| format!("{spec:?}: expected FORMAT=PATH, e.g. junit=out/junit.xml"))?;
+    let format = Format::from_str(format, true).map_err(|_| {
+        let names: Vec<String> = Format::value_variants()
+            .iter()
+            .filter_map(|f| f.to_possible_value().map(|v| v.get_name().to_string()))
+            .collect();
+        format!("{format:?} is not a format (one of: {})", names.join(", "))
+    })?;
+    if path.is_empty() {
+        return Err(format!("{spec:?}: the path is empty"));
+    }
+    Ok((format, PathBuf::from(path)))
 }
 
 /// `NAME=WHEN` (WHEN is checked where the settings are resolved).

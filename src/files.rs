@@ -193,7 +193,14 @@ pub fn write(
             let mut buf = io::BufWriter::new(&mut f);
             write(&mut buf).and_then(|_| buf.flush()).map_err(err)
         }
-        _ => write_atomic(&resolved, write).map_err(err),
+        _ => {
+            // A report's directory is created (`--report junit=out/x.xml`):
+            // it was checked not to be inside a run.
+            if let Some(parent) = resolved.parent().filter(|p| !p.exists()) {
+                fs::create_dir_all(parent).map_err(err)?;
+            }
+            write_atomic(&resolved, write).map_err(err)
+        }
     }
 }
 

@@ -87,14 +87,21 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
         bail!("give at least one PATH (a run directory or a folder of runs)");
     }
     // Refused before any work: an output inside an audited run.
-    let protected = match &args.output {
-        Some(out) => {
-            let (runs, _) = artifact_check::discover::find_runs(&args.paths);
-            let protected = files::Protected::new(runs.iter().map(|r| r.as_path()));
+    let outputs: Vec<&std::path::Path> = args
+        .output
+        .iter()
+        .map(|p| p.as_path())
+        .chain(args.reports.iter().map(|(_, p)| p.as_path()))
+        .collect();
+    let protected = if outputs.is_empty() {
+        files::Protected::default()
+    } else {
+        let (runs, _) = artifact_check::discover::find_runs(&args.paths);
+        let protected = files::Protected::new(runs.iter().map(|r| r.as_path()));
+        for out in &outputs {
             protected.check(out)?;
-            protected
         }
-        None => files::Protected::default(),
+        protected
     };
     let settings = config::resolve(args.config.as_deref(), &args.layer(), checks::code)?.settings;
     let claims = match &args.expect {
@@ -116,8 +123,12 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
             b.inc(1);
         }
     };
-    let format = args.format.unwrap_or(Format::Table);
-    if format == Format::Json {
+    let format = match args.format {
+        Some(f) => f,
+        None if args.verbose => Format::Table,
+        None => Format::Concise,
+    };
+    if format == Format::Json && args.reports.is_empty() {
         // Streamed: each run is written as soon as it is audited, so memory
         // does not grow with the number of runs.
         let mut code = 0;
@@ -145,10 +156,31 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
         && stdout_tty
         && !args.no_color
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let opts = report::Options { colour };
+    let opts = report::Options {
+        colour,
+        quiet: args.quiet,
+        statistics: args.statistics,
+    };
+    // Every report first (never coloured), then the main output: an error
+    // writing one is exit 2 only after the others were tried.
+    let mut failed = Vec::new();
+    for (f, path) in &args.reports {
+        let plain = report::Options::default();
+        if let Err(e) = files::write(path, &protected, |w| report::render(*f, &report, plain, w)) {
+            eprintln!(
+                "artifact-check: error: writing the {} report: {:#}",
+                f.name(),
+                anyhow::Error::from(e)
+            );
+            failed.push(path.display().to_string());
+        }
+    }
     write_out(args.output.as_deref(), &protected, |w| {
         report::render(format, &report, opts, w)
     })?;
+    if !failed.is_empty() {
+        bail!("could not write {}", failed.join(", "));
+    }
     Ok(report.exit_code())
 }
 

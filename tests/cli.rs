@@ -163,9 +163,41 @@ fn parallel_output_is_identical_to_serial() {
     let r: Value = serde_json::from_str(&a).expect("json");
     assert_eq!(r["summary"]["runs"], 200);
     // The table for many runs: a line per run and the worst findings.
-    let (table, _, _) = cli(&["--jobs", "2", dir]);
+    let (table, _, _) = cli(&["--format", "full", "--jobs", "2", dir]);
     assert_eq!(table.lines().filter(|l| l.contains("run-")).count(), 200);
     assert!(table.contains("late-warmup-observation"));
+}
+
+/// The concise default: a clean run fits one screen; a contaminated run's
+/// first line is its worst finding; -q and --statistics.
+#[test]
+fn concise_output_is_short_and_worst_first() {
+    let (clean, _, code) = cli(&[run_dir("clean").to_str().expect("utf8")]);
+    assert_eq!(code, 0);
+    assert!(clean.lines().count() < 15, "{clean}");
+    let late = run_dir("late-warmup");
+    let (out, _, code) = cli(&[late.to_str().expect("utf8")]);
+    assert_eq!(code, 1);
+    let first = out.lines().next().expect("a line");
+    assert!(
+        first.contains(": error[late-warmup-observation] "),
+        "{first}"
+    );
+    assert!(!out.contains(" +0 "), "no zero-valued effect: {out}");
+    let (q, _, _) = cli(&["-q", late.to_str().expect("utf8")]);
+    assert!(
+        q.lines()
+            .all(|l| l.contains(": error[") || l.contains(" run(s): ")),
+        "{q}"
+    );
+    let (st, _, _) = cli(&["--statistics", run_dir("").to_str().expect("utf8")]);
+    assert!(
+        st.lines().any(|l| l
+            .trim_start()
+            .starts_with("3  error    late-warmup-observation")),
+        "{st}"
+    );
+    assert!(!st.contains("sample-artifacts"), "{st}");
 }
 
 /// `artifact-check codes` lists every code once.

@@ -224,3 +224,58 @@ fn clean_reads_the_configuration_file() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("kept 20 record(s)"), "{stdout}");
 }
+
+/// JUnit has a testcase per claim (classname `artifact-check.claims`): the
+/// warm p99 passes, AIPerf's all-records p99 held to a 1 % tolerance of the
+/// warm figure fails.
+#[test]
+fn junit_has_a_testcase_per_claim() {
+    let recs = records("cold-tls");
+    let warm: Vec<f64> = recs
+        .iter()
+        .filter(|r| is_profiling_ok(r))
+        .filter(|r| metric(r, "http_req_connection_reused") == Some(1.0))
+        .filter_map(|r| metric(r, "time_to_first_token"))
+        .collect();
+    let warm_p99 = percentile(&warm, 99.0);
+    let t = tempfile::tempdir().expect("tempdir");
+    let claims = t.path().join("claims.toml");
+    fs::write(
+        &claims,
+        format!(
+            "[[claim]]\nname = \"ttft_p99_ms\"\nvalue = {warm_p99}\ntolerance-pct = 1.0\n\n\
+             [[claim]]\nname = \"time_to_first_token.p99\"\nvalue = {}\ntolerance-pct = 1.0\n",
+            warm_p99 * 3.0
+        ),
+    )
+    .expect("write");
+    let run = run_dir("cold-tls");
+    let (xml, _, _) = cli(&[
+        "--format",
+        "junit",
+        "--expect",
+        claims.to_str().expect("utf8"),
+        run.to_str().expect("utf8"),
+    ]);
+    let doc = roxmltree::Document::parse(&xml).expect("xml");
+    let cases: Vec<roxmltree::Node> = doc
+        .descendants()
+        .filter(|n| {
+            n.has_tag_name("testcase") && n.attribute("classname") == Some("artifact-check.claims")
+        })
+        .collect();
+    assert_eq!(cases.len(), 2, "{xml}");
+    let failed = |n: &roxmltree::Node| n.children().any(|c| c.has_tag_name("failure"));
+    assert_eq!(cases[0].attribute("name"), Some("claim ttft_p99_ms"));
+    assert!(!failed(&cases[0]));
+    assert_eq!(
+        cases[1].attribute("name"),
+        Some("claim time_to_first_token.p99")
+    );
+    assert!(failed(&cases[1]));
+    // Every check's testcase has a classname too.
+    assert!(doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .all(|n| n.attribute("classname").is_some()));
+}

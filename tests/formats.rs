@@ -81,24 +81,80 @@ fn markdown_has_one_row_per_run() {
     assert!(md.starts_with(&format!("## artifact-check: {} run(s)", RUNS.len())));
 }
 
-/// GitHub annotations point at the run's file and line, one per finding.
+/// GitHub annotations point at the run's file and line: the most severe
+/// first, at most 9 of a level (GitHub shows about 10 per step), and one
+/// more saying how many were left out.
 #[test]
-fn github_annotations_point_at_files() {
+fn github_annotations_point_at_files_capped_and_ranked() {
     let (gh, code) = all_runs("github", &[]);
     let (json, _) = all_runs("json", &[]);
     let report: serde_json::Value = serde_json::from_str(&json).expect("json");
-    let n: usize = report["runs"]
+    let mut per = std::collections::BTreeMap::new();
+    for f in report["runs"]
         .as_array()
         .expect("runs")
         .iter()
-        .map(|r| r["findings"].as_array().expect("f").len())
-        .sum();
+        .flat_map(|r| r["findings"].as_array().expect("f").iter())
+    {
+        *per.entry(f["severity"].as_str().expect("severity").to_string())
+            .or_insert(0usize) += 1;
+    }
+    let shown: usize = per.values().map(|n| (*n).min(9)).sum();
+    let cut: usize = per.values().map(|n| n.saturating_sub(9)).sum();
+    assert!(
+        cut > 0,
+        "the sample runs have more than 9 findings of a level"
+    );
     let annotations: Vec<&str> = gh.lines().filter(|l| l.starts_with("::")).collect();
-    assert_eq!(annotations.len(), n);
-    let late = run_dir("late-warmup").display().to_string();
-    let want = format!("::error file={late}/server_metrics_export.json,title=artifact-check late-warmup-observation::");
-    // The sample paths hold no ':' or ',', so the file property is the path itself.
-    assert!(annotations.iter().any(|a| a.starts_with(&want)), "{gh}");
+    assert_eq!(annotations.len(), shown + 1);
+    // Ranked: no error after a warning or notice, no warning after a notice.
+    let rank = |a: &str| {
+        ["::error", "::warning", "::notice"]
+            .iter()
+            .position(|p| a.starts_with(p))
+    };
+    let ranks: Vec<usize> = annotations[..shown]
+        .iter()
+        .filter_map(|a| rank(a))
+        .collect();
+    assert!(ranks.windows(2).all(|w| w[0] <= w[1]), "{gh}");
+    let last = annotations[shown];
+    assert!(last.starts_with("::error title=artifact-check::"), "{last}");
+    assert!(
+        last.contains(&format!("{cut} more finding(s) not annotated")),
+        "{last}"
+    );
     assert!(annotations.iter().all(|a| !a[2..].contains('\n')));
     assert_eq!(code, 1);
+    // One run's annotation points at its file.
+    let late = run_dir("late-warmup");
+    let (gh, _, _) = cli(&["--format", "github", late.to_str().expect("utf8")]);
+    let want = format!(
+        "::error file={}/server_metrics_export.json,title=artifact-check late-warmup-observation::",
+        late.display()
+    );
+    // The sample paths hold no ':' or ',', so the file property is the path itself.
+    assert!(gh.lines().any(|a| a.starts_with(&want)), "{gh}");
+}
+
+/// Markdown of many runs stays under GitHub's 65,536-character limit for a
+/// comment, with a note of what it left out.
+#[test]
+fn markdown_of_many_runs_fits_a_comment() {
+    let t = tempfile::tempdir().expect("tempdir");
+    for i in 0..4 {
+        for r in RUNS {
+            copy_dir(&run_dir(r), &t.path().join(format!("{r}-{i}")));
+        }
+    }
+    let (md, _, code) = cli(&["--format", "markdown", t.path().to_str().expect("utf8")]);
+    assert_eq!(code, 1);
+    assert!(
+        md.chars().count() < 65_536,
+        "{} characters",
+        md.chars().count()
+    );
+    assert!(md.starts_with(&format!("## artifact-check: {} run(s)", 4 * RUNS.len())));
+    assert!(md.contains("**Truncated**"), "{md}");
+    assert!(md.trim_end().ends_with("(fail level error)."));
 }

@@ -269,7 +269,7 @@ fn no_control_character_or_workflow_command_from_input_reaches_any_format() {
         v["metadata"]["x_request_id"] = Value::from("=HYPERLINK(\"http://x\",\"y\")\n::error::id");
     });
     let d = dir.to_str().expect("utf8");
-    for format in ["table", "markdown", "github", "junit", "json"] {
+    for format in ["concise", "table", "markdown", "github", "junit", "json"] {
         let (out, err, code) = ac(&["--format", format, d]);
         assert!(code <= 1, "{format}: {err}");
         assert!(out.contains("pwned"), "{format}: the version is shown");

@@ -20,30 +20,82 @@ fn property(s: &str) -> String {
     data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
+/// GitHub shows at most 10 annotations of each level per step (and 50 per
+/// job); more are dropped silently. So at most this many of each level are
+/// written, most severe findings first, and one more annotation says what
+/// was left out and where the whole report is.
+pub const MAX_PER_LEVEL: usize = 9;
+
+fn level(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "notice",
+    }
+}
+
 /// Writes the annotations.
 pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    for run in &report.runs {
-        for f in &run.findings {
-            let level = match f.severity {
-                Severity::Error => "error",
-                Severity::Warning => "warning",
-                Severity::Info => "notice",
-            };
-            let mut props = Vec::new();
-            let file = match &f.file {
-                Some(file) => format!("{}/{file}", run.path.trim_end_matches('/')),
-                None => run.path.clone(),
-            };
-            props.push(format!("file={}", property(&file)));
-            if let Some(line) = f.line {
-                props.push(format!("line={line}"));
-            }
-            props.push(format!(
-                "title={}",
-                property(&format!("artifact-check {}", f.code.as_str()))
-            ));
-            writeln!(out, "::{level} {}::{}", props.join(","), data(&f.message))?;
+    // Most severe first; within a severity, in run and check order.
+    let mut all: Vec<(&crate::RunReport, &crate::findings::Finding)> = report
+        .runs
+        .iter()
+        .flat_map(|run| run.findings.iter().map(move |f| (run, f)))
+        .collect();
+    all.sort_by_key(|(_, f)| std::cmp::Reverse(f.severity));
+    let mut shown = [0usize; 3];
+    let mut left_out = [0usize; 3];
+    for (run, f) in all {
+        let i = f.severity as usize;
+        if shown[i] >= MAX_PER_LEVEL {
+            left_out[i] += 1;
+            continue;
         }
+        shown[i] += 1;
+        let mut props = Vec::new();
+        let file = match &f.file {
+            Some(file) => format!("{}/{file}", run.path.trim_end_matches('/')),
+            None => run.path.clone(),
+        };
+        props.push(format!("file={}", property(&file)));
+        if let Some(line) = f.line {
+            props.push(format!("line={line}"));
+        }
+        props.push(format!(
+            "title={}",
+            property(&format!("artifact-check {}", f.code.as_str()))
+        ));
+        writeln!(
+            out,
+            "::{} {}::{}",
+            level(f.severity),
+            props.join(","),
+            data(&f.message)
+        )?;
+    }
+    let cut: usize = left_out.iter().sum();
+    if cut > 0 {
+        // At the level of the most severe finding left out: one slot of it
+        // is still free.
+        let worst = [Severity::Error, Severity::Warning, Severity::Info]
+            .into_iter()
+            .find(|s| left_out[*s as usize] > 0)
+            .unwrap_or(Severity::Info);
+        let counts: Vec<String> = [Severity::Error, Severity::Warning, Severity::Info]
+            .into_iter()
+            .filter(|s| left_out[*s as usize] > 0)
+            .map(|s| format!("{} {}", left_out[s as usize], s.as_str()))
+            .collect();
+        writeln!(
+            out,
+            "::{} title=artifact-check::{}",
+            level(worst),
+            data(&format!(
+                "{cut} more finding(s) not annotated ({}; GitHub shows about 10 of each level \
+                 per step): see the full report (--report json=FILE or --report markdown=FILE)",
+                counts.join(", ")
+            ))
+        )?;
     }
     for e in &report.errors {
         writeln!(

@@ -73,6 +73,37 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             if !rest.is_empty() {
                 case.set_system_out(describe(&rest));
             }
+            case.set_classname(format!("artifact-check.{check}"));
+            suite.add_test_case(case);
+        }
+        // Every published claim is a testcase of its own: failed when the
+        // artifacts do not support it, skipped when they cannot tell.
+        for c in &run.claims {
+            let name = visible(&format!("claim {}", c.name)).into_owned();
+            let figures = format!(
+                "claimed {}, the cleaned artifacts give {}",
+                c.claimed,
+                c.supported
+                    .map_or("nothing (cannot tell)".to_string(), |v| format!("{v}"))
+            );
+            let mut case = match c.within {
+                Some(true) => TestCase::new(name, TestCaseStatus::success()),
+                Some(false) => {
+                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                    s.set_message(visible(&figures).as_ref());
+                    s.set_type("claim-mismatch");
+                    TestCase::new(name, s)
+                }
+                None => {
+                    let mut s = TestCaseStatus::skipped();
+                    s.set_message(visible(&figures).as_ref());
+                    TestCase::new(name, s)
+                }
+            };
+            case.set_classname("artifact-check.claims");
+            if c.within == Some(true) {
+                case.set_system_out(visible(&figures).as_ref());
+            }
             suite.add_test_case(case);
         }
         junit.add_test_suite(suite);

@@ -20,76 +20,126 @@ fn icon(s: RunStatus) -> &'static str {
     }
 }
 
-/// Writes the Markdown summary.
+/// GitHub refuses a comment (and truncates a step summary) longer than
+/// 65,536 characters: the summary stays under this many, leaving room for a
+/// note of what was left out.
+pub const MAX_CHARS: usize = 64_000;
+
+/// Writes the Markdown summary: the headline, a row per run, then each
+/// run's findings folded, in that order until [`MAX_CHARS`]; what does not
+/// fit is counted in a closing note.
 pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    use std::fmt::Write as _;
     let s = &report.summary;
-    writeln!(
-        out,
+    let mut head = String::new();
+    let _ = writeln!(
+        head,
         "## artifact-check: {} run(s): {} passed, {} warned, {} failed, {} errored\n",
         s.runs, s.passed, s.warned, s.failed, s.errored
-    )?;
-    writeln!(
-        out,
+    );
+    let _ = writeln!(
+        head,
         "| run | status | AIPerf | errors | warnings | info | worst finding |"
-    )?;
-    writeln!(out, "|---|---|---|---|---|---|---|")?;
-    for run in &report.runs {
-        let n = |sev: Severity| run.count(sev);
-        let worst = run
-            .worst()
-            .map(|f| {
-                let mut m: String = f.message.chars().take(160).collect();
-                if f.message.chars().count() > 160 {
-                    m.push('…');
-                }
-                format!("`{}`: {}", f.code.as_str(), cell(&m))
-            })
-            .unwrap_or_default();
-        writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            cell(&run.path),
-            icon(run.status),
-            cell(run.aiperf_version.as_deref().unwrap_or("?")),
-            n(Severity::Error),
-            n(Severity::Warning),
-            n(Severity::Info),
-            worst
-        )?;
-    }
+    );
+    let _ = writeln!(head, "|---|---|---|---|---|---|---|");
+    let rows: Vec<String> = report.runs.iter().map(run_row).collect();
+    let mut errors = String::new();
     for e in &report.errors {
-        writeln!(out, "\n**error**: {}: {}", cell(&e.path), cell(&e.message))?;
+        let _ = writeln!(
+            errors,
+            "\n**error**: {}: {}",
+            cell(&e.path),
+            cell(&e.message)
+        );
     }
-    for run in report.runs.iter().filter(|r| !r.findings.is_empty()) {
-        writeln!(
-            out,
-            "\n<details><summary>{}: {} finding(s)</summary>\n",
-            cell(&run.path),
-            run.findings.len()
-        )?;
-        writeln!(out, "| severity | code | where | finding |")?;
-        writeln!(out, "|---|---|---|---|")?;
-        for f in &run.findings {
-            let at = match (&f.file, f.line) {
-                (Some(file), Some(line)) => format!("{file}:{line}"),
-                (Some(file), None) => file.clone(),
-                _ => String::new(),
-            };
-            writeln!(
-                out,
-                "| {} | `{}` | {} | {} |",
-                f.severity.as_str(),
-                f.code.as_str(),
-                cell(&at),
-                cell(&f.message)
-            )?;
-        }
-        writeln!(out, "\n</details>")?;
-    }
-    writeln!(
-        out,
-        "\nExit code {} (fail level {}).",
+    let details: Vec<String> = report
+        .runs
+        .iter()
+        .filter(|r| !r.findings.is_empty())
+        .map(run_details)
+        .collect();
+    let footer = format!(
+        "\nExit code {} (fail level {}).\n",
         s.exit_code,
         s.fail_on.as_str()
+    );
+    // Room kept for the note and the footer.
+    let budget = MAX_CHARS - 400 - footer.len();
+    let mut text = head;
+    let mut rows_cut = 0;
+    for r in &rows {
+        if text.len() + r.len() + errors.len() > budget / 2 {
+            rows_cut += 1;
+        } else {
+            text.push_str(r);
+        }
+    }
+    text.push_str(&errors);
+    let mut details_cut = 0;
+    for d in &details {
+        if details_cut > 0 || text.len() + d.len() > budget {
+            details_cut += 1;
+        } else {
+            text.push_str(d);
+        }
+    }
+    if rows_cut + details_cut > 0 {
+        let _ = write!(
+            text,
+            "\n> **Truncated** to stay under GitHub's 65,536-character limit: {rows_cut} run \
+             row(s) and the findings of {details_cut} run(s) are not shown. The full report: \
+             `artifact-check ... --report json=report.json` (or `--report markdown=FILE` as an \
+             artifact).\n"
+        );
+    }
+    text.push_str(&footer);
+    out.write_all(text.as_bytes())
+}
+
+fn run_row(run: &crate::RunReport) -> String {
+    let n = |sev: Severity| run.count(sev);
+    let worst = run
+        .worst()
+        .map(|f| {
+            let mut m: String = f.message.chars().take(160).collect();
+            if f.message.chars().count() > 160 {
+                m.push('…');
+            }
+            format!("`{}`: {}", f.code.as_str(), cell(&m))
+        })
+        .unwrap_or_default();
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {} |\n",
+        cell(&run.path),
+        icon(run.status),
+        cell(run.aiperf_version.as_deref().unwrap_or("?")),
+        n(Severity::Error),
+        n(Severity::Warning),
+        n(Severity::Info),
+        worst
     )
+}
+
+fn run_details(run: &crate::RunReport) -> String {
+    let mut d = format!(
+        "\n<details><summary>{}: {} finding(s)</summary>\n\n| severity | code | where | finding |\n|---|---|---|---|\n",
+        cell(&run.path),
+        run.findings.len()
+    );
+    for f in &run.findings {
+        let at = match (&f.file, f.line) {
+            (Some(file), Some(line)) => format!("{file}:{line}"),
+            (Some(file), None) => file.clone(),
+            _ => String::new(),
+        };
+        d.push_str(&format!(
+            "| {} | `{}` | {} | {} |\n",
+            f.severity.as_str(),
+            f.code.as_str(),
+            cell(&at),
+            cell(&f.message)
+        ));
+    }
+    d.push_str("\n</details>\n");
+    d
 }

@@ -3,6 +3,7 @@
 //! change what was found. Text that came from the audited files goes through
 //! [`escape`] for the format it is written in.
 
+mod concise;
 pub mod escape;
 mod github;
 pub mod json;
@@ -18,7 +19,12 @@ use crate::Report;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 #[non_exhaustive]
 pub enum Format {
-    /// Tables for a terminal (the default on a terminal).
+    /// One line per finding, most severe first, a verdict per run and the
+    /// counts per code (the default).
+    Concise,
+    /// Every run's tables: phases, checks, their detail, findings (also
+    /// `table`; `-v`).
+    #[value(name = "full", alias = "table")]
     Table,
     /// One JSON document; the contract in docs/report-schema.md.
     Json,
@@ -30,11 +36,30 @@ pub enum Format {
     Github,
 }
 
+impl Format {
+    /// The name as given to `--format` and `--report`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Concise => "concise",
+            Format::Table => "full",
+            Format::Json => "json",
+            Format::Junit => "junit",
+            Format::Markdown => "markdown",
+            Format::Github => "github",
+        }
+    }
+}
+
 /// Rendering options.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
     /// Use colour (only on a terminal, never with `NO_COLOR`).
     pub colour: bool,
+    /// Concise: only the findings at or above the fail level, and the
+    /// closing line (`-q`).
+    pub quiet: bool,
+    /// Concise: only the counts per code (`--statistics`).
+    pub statistics: bool,
 }
 
 /// Writes `report` in `format` to `out`.
@@ -45,6 +70,7 @@ pub fn render(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     match format {
+        Format::Concise => concise::render(report, opts, out),
         Format::Table => table::render(report, opts, out),
         Format::Json => {
             escape::write_json(&mut *out, report)?;

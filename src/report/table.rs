@@ -16,7 +16,10 @@ fn table() -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic);
-    t.set_width(120);
+    // On a terminal, its width; elsewhere (files, pipes, CI logs) 120.
+    if !t.is_tty() {
+        t.set_width(120);
+    }
     t
 }
 
@@ -213,10 +216,11 @@ fn findings_table(findings: &[Finding], opts: Options) -> Table {
             }
         }
         let mut msg = visible(&f.message).into_owned();
-        if !f.effect.is_empty() {
+        if f.effect.iter().any(|e| e.value != 0.0) {
             let e: Vec<String> = f
                 .effect
                 .iter()
+                .filter(|e| e.value != 0.0)
                 .map(|e| format!("{} {:+.4} {}", e.quantity, e.value, e.unit))
                 .collect();
             msg.push_str(&format!(" [{}]", e.join(", ")));
