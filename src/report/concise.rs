@@ -139,6 +139,6 @@ mod tests {
     fn numbers_are_short_and_signed() {
         assert_eq!(number(12.0), "+12");
         assert_eq!(number(-0.125), "-0.125");
-        assert_eq!(number(3.14159), "+3.1416");
+        assert_eq!(number(1.23456), "+1.2346");
     }
 }
