@@ -102,14 +102,7 @@ pub fn export(
         .map_err(|_| CleanError::NoRecords(run_dir.to_path_buf()))?;
     // A line that could not be read is never dropped silently: it is listed
     // in summary.json and the command exits 1.
-    let unreadable: Vec<String> = read
-        .findings
-        .iter()
-        .map(|f| match f.line {
-            Some(l) => format!("line {l}: {}", f.message),
-            None => f.message.clone(),
-        })
-        .collect();
+    let unreadable = read.findings.iter().map(located).collect();
     let records = read.records;
     fs::create_dir_all(out).map_err(io_err(out))?;
     let mut names = vec!["requests.csv", "summary.json"];
@@ -160,6 +153,14 @@ pub fn export(
         writeln!(w)
     })?;
     Ok(summary)
+}
+
+/// A reader's finding as one line of `summary.json`'s `unreadable`.
+fn located(f: &crate::findings::Finding) -> String {
+    match f.line {
+        Some(l) => format!("line {l}: {}", f.message),
+        None => f.message.clone(),
+    }
 }
 
 /// Columns of the per-request table, after the fixed ones.

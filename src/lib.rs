@@ -215,16 +215,7 @@ pub fn audit_run(dir: &Path, settings: &Settings, claims: &[Claim]) -> RunReport
         phases.insert("warmup", w);
     }
     phases.insert("profiling", model.profiling.clone());
-    let unreadable = findings.iter().any(|f| f.code == reading::UNREADABLE_FILE);
-    let status = if run.unreadable || unreadable {
-        RunStatus::Error
-    } else {
-        match findings.iter().map(|f| f.severity).max() {
-            Some(Severity::Error) => RunStatus::Fail,
-            Some(Severity::Warning) => RunStatus::Warn,
-            _ => RunStatus::Pass,
-        }
-    };
+    let status = run_status(run.unreadable, &findings);
     let unknown_user_metrics = settings
         .phase
         .extra_metrics
@@ -252,6 +243,19 @@ pub fn audit_run(dir: &Path, settings: &Settings, claims: &[Claim]) -> RunReport
         claims,
         findings,
         unknown_user_metrics,
+    }
+}
+
+/// A run's status: `error` when it could not be read (no artifact, or a
+/// file that exists but cannot be read), else its worst finding's.
+fn run_status(unreadable: bool, findings: &[Finding]) -> RunStatus {
+    if unreadable || findings.iter().any(|f| f.code == reading::UNREADABLE_FILE) {
+        return RunStatus::Error;
+    }
+    match findings.iter().map(|f| f.severity).max() {
+        Some(Severity::Error) => RunStatus::Fail,
+        Some(Severity::Warning) => RunStatus::Warn,
+        _ => RunStatus::Pass,
     }
 }
 

@@ -82,40 +82,48 @@ fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
     }
 }
 
-fn run_audit(args: &AuditArgs) -> Result<i32> {
-    if args.paths.is_empty() {
-        bail!("give at least one PATH (a run directory or a folder of runs)");
-    }
-    // Refused before any work: an output inside an audited run.
+/// The audited runs, with every output path (`--output`, `--report`)
+/// checked not to be inside one: refused before any work.
+fn protect_outputs(args: &AuditArgs) -> Result<files::Protected> {
     let outputs: Vec<&std::path::Path> = args
         .output
         .iter()
         .map(|p| p.as_path())
         .chain(args.reports.iter().map(|(_, p)| p.as_path()))
         .collect();
-    let protected = if outputs.is_empty() {
-        files::Protected::default()
-    } else {
-        let (runs, _) = artifact_check::discover::find_runs(&args.paths);
-        let protected = files::Protected::new(runs.iter().map(|r| r.as_path()));
-        for out in &outputs {
-            protected.check(out)?;
-        }
-        protected
-    };
+    if outputs.is_empty() {
+        return Ok(files::Protected::default());
+    }
+    let (runs, _) = artifact_check::discover::find_runs(&args.paths);
+    let protected = files::Protected::new(runs.iter().map(|r| r.as_path()));
+    for out in &outputs {
+        protected.check(out)?;
+    }
+    Ok(protected)
+}
+
+/// The global worker pool of `jobs` threads: more threads than cores only
+/// cost memory (and 100000 would be 100000 stacks), so capped at the cores.
+fn worker_pool(jobs: usize) -> Result<()> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.clamp(1, cores))
+        .build_global()
+        .context("starting the worker pool")
+}
+
+fn run_audit(args: &AuditArgs) -> Result<i32> {
+    if args.paths.is_empty() {
+        bail!("give at least one PATH (a run directory or a folder of runs)");
+    }
+    let protected = protect_outputs(args)?;
     let settings = config::resolve(args.config.as_deref(), &args.layer(), checks::code)?.settings;
     let claims = match &args.expect {
         Some(path) => claims::read(path)?,
         None => Vec::new(),
     };
     if let Some(jobs) = args.jobs {
-        // More threads than cores only cost memory (and 100000 would be
-        // 100000 stacks): capped at the cores.
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(jobs.clamp(1, cores))
-            .build_global()
-            .context("starting the worker pool")?;
+        worker_pool(jobs)?;
     }
     let bar = progress_bar(&args.paths);
     let tick = || {

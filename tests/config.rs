@@ -108,17 +108,21 @@ fn user_metric_must_exist_in_some_run() {
         .any(|r| r["metric"] == "vllm:prompt_tokens" && r["framework"] == "user"));
 }
 
+/// TTFT of the successful profiling records on reused connections.
+fn warm_ttfts(recs: &[Value]) -> Vec<f64> {
+    recs.iter()
+        .filter(|r| is_profiling_ok(r))
+        .filter(|r| metric(r, "http_req_connection_reused") == Some(1.0))
+        .filter_map(|r| metric(r, "time_to_first_token"))
+        .collect()
+}
+
 /// --expect: a claim that matches the cleaned artifacts passes, one that does
 /// not fails with its difference; unknown claim names are usage errors.
 #[test]
 fn claims_are_held_to_the_cleaned_artifacts() {
     let recs = records("cold-tls");
-    let warm: Vec<f64> = recs
-        .iter()
-        .filter(|r| is_profiling_ok(r))
-        .filter(|r| metric(r, "http_req_connection_reused") == Some(1.0))
-        .filter_map(|r| metric(r, "time_to_first_token"))
-        .collect();
+    let warm = warm_ttfts(&recs);
     let all: Vec<f64> = recs
         .iter()
         .filter(|r| is_profiling_ok(r))
@@ -230,13 +234,7 @@ fn clean_reads_the_configuration_file() {
 /// warm figure fails.
 #[test]
 fn junit_has_a_testcase_per_claim() {
-    let recs = records("cold-tls");
-    let warm: Vec<f64> = recs
-        .iter()
-        .filter(|r| is_profiling_ok(r))
-        .filter(|r| metric(r, "http_req_connection_reused") == Some(1.0))
-        .filter_map(|r| metric(r, "time_to_first_token"))
-        .collect();
+    let warm = warm_ttfts(&records("cold-tls"));
     let warm_p99 = percentile(&warm, 99.0);
     let t = tempfile::tempdir().expect("tempdir");
     let claims = t.path().join("claims.toml");

@@ -17,9 +17,9 @@ fn summary_bytes() -> Vec<u8> {
     fs::read(run_dir("late-warmup").join("profile_export_aiperf.json")).expect("summary")
 }
 
-#[test]
-fn fuzz_regressions_replay_without_a_broken_invariant() {
-    let summary = summary_bytes();
+/// The files of the clean sample run that `scrape_numbers` takes, as in
+/// its fuzz target: (names, contents).
+fn clean_run_files() -> ([&'static str; 5], Vec<Vec<u8>>) {
     let clean = run_dir("clean");
     let names = [
         "profile_export.jsonl",
@@ -28,10 +28,17 @@ fn fuzz_regressions_replay_without_a_broken_invariant() {
         "server_metrics_export.jsonl",
         "phase_manifest.json",
     ];
-    let bytes: Vec<Vec<u8>> = names
+    let bytes = names
         .iter()
         .map(|n| fs::read(clean.join(n)).expect("sample file"))
         .collect();
+    (names, bytes)
+}
+
+#[test]
+fn fuzz_regressions_replay_without_a_broken_invariant() {
+    let summary = summary_bytes();
+    let (names, bytes) = clean_run_files();
     let files: Vec<(&str, &[u8])> = names
         .iter()
         .copied()
@@ -71,18 +78,7 @@ fn fuzz_regressions_replay_without_a_broken_invariant() {
 /// file to each kind of extreme value (2^64 - k, 1e300-like floats, ...).
 #[test]
 fn extreme_scrape_numbers_keep_every_invariant() {
-    let clean = run_dir("clean");
-    let names = [
-        "profile_export.jsonl",
-        "profile_export_aiperf.json",
-        "server_metrics_export.json",
-        "server_metrics_export.jsonl",
-        "phase_manifest.json",
-    ];
-    let bytes: Vec<Vec<u8>> = names
-        .iter()
-        .map(|n| fs::read(clean.join(n)).expect("sample file"))
-        .collect();
+    let (names, bytes) = clean_run_files();
     let files: Vec<(&str, &[u8])> = names
         .iter()
         .copied()

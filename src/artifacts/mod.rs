@@ -274,15 +274,9 @@ pub(crate) fn end<'de, R: serde_json::de::Read<'de>>(
     })
 }
 
-/// Reads every artifact of the run in `dir`.
-pub fn load(dir: &Path) -> RunArtifacts {
-    let mut run = RunArtifacts {
-        dir: dir.to_path_buf(),
-        ..Default::default()
-    };
-    let f = &mut run.findings;
-    run.summary = read_json(dir, summary::FILE, f, summary::Summary::parse);
-    for p in run.summary.iter().flat_map(|s| &s.problems) {
+/// Each summary statistic of the wrong type, as a finding.
+fn summary_problems(summary: &summary::Summary, f: &mut Vec<Finding>) {
+    for p in &summary.problems {
         let field = p.field.clone().unwrap_or_default();
         f.push(
             Finding::new(
@@ -297,51 +291,75 @@ pub fn load(dir: &Path) -> RunArtifacts {
             .field(field),
         );
     }
+}
+
+/// A window that ends before it starts is corrupt: it is dropped (the
+/// checks then cannot tell), never read as a negative overlap.
+fn reversed_windows(server: &mut server_metrics::ServerMetricsExport, f: &mut Vec<Finding>) {
+    // A window that ends before it starts is corrupt: it is dropped (the
+    // checks then cannot tell), never read as a negative overlap.
+    server.summary.phase_time_ranges.retain(|phase, w| {
+        if w.end_ns >= w.start_ns {
+            return true;
+        }
+        f.push(
+            Finding::new(
+                reading::INVALID_JSON,
+                format!(
+                    "{}: the {phase} window ends {:.1} ms before it starts; it is not used",
+                    server_metrics::FILE,
+                    (w.start_ns - w.end_ns) as f64 / 1e6
+                ),
+            )
+            .file(server_metrics::FILE)
+            .field(format!("summary.phase_time_ranges.{phase}")),
+        );
+        false
+    });
+}
+
+/// A manifest phase that ends before it starts: its times are not used.
+fn reversed_phases(m: &mut Manifest, f: &mut Vec<Finding>) {
+    for (i, p) in m.phases.iter_mut().enumerate() {
+        if let (Some(s), Some(e)) = (p.start_ns, p.end_ns) {
+            if e < s {
+                f.push(
+                    Finding::new(
+                        reading::INVALID_JSON,
+                        format!(
+                            "{MANIFEST_FILE}: phase {i} ends {:.1} ms before it starts; its \
+                             times are not used",
+                            (s - e) as f64 / 1e6
+                        ),
+                    )
+                    .file(MANIFEST_FILE)
+                    .field(format!("phases[{i}]")),
+                );
+                p.start_ns = None;
+                p.end_ns = None;
+            }
+        }
+    }
+}
+
+/// Reads every artifact of the run in `dir`.
+pub fn load(dir: &Path) -> RunArtifacts {
+    let mut run = RunArtifacts {
+        dir: dir.to_path_buf(),
+        ..Default::default()
+    };
+    let f = &mut run.findings;
+    run.summary = read_json(dir, summary::FILE, f, summary::Summary::parse);
+    if let Some(summary) = &run.summary {
+        summary_problems(summary, f);
+    }
     run.server = read_json(dir, server_metrics::FILE, f, typed);
     if let Some(server) = run.server.as_mut() {
-        // A window that ends before it starts is corrupt: it is dropped (the
-        // checks then cannot tell), never read as a negative overlap.
-        server.summary.phase_time_ranges.retain(|phase, w| {
-            if w.end_ns >= w.start_ns {
-                return true;
-            }
-            f.push(
-                Finding::new(
-                    reading::INVALID_JSON,
-                    format!(
-                        "{}: the {phase} window ends {:.1} ms before it starts; it is not used",
-                        server_metrics::FILE,
-                        (w.start_ns - w.end_ns) as f64 / 1e6
-                    ),
-                )
-                .file(server_metrics::FILE)
-                .field(format!("summary.phase_time_ranges.{phase}")),
-            );
-            false
-        });
+        reversed_windows(server, f);
     }
     run.manifest = read_json(dir, MANIFEST_FILE, f, typed);
     if let Some(m) = run.manifest.as_mut() {
-        for (i, p) in m.phases.iter_mut().enumerate() {
-            if let (Some(s), Some(e)) = (p.start_ns, p.end_ns) {
-                if e < s {
-                    f.push(
-                        Finding::new(
-                            reading::INVALID_JSON,
-                            format!(
-                                "{MANIFEST_FILE}: phase {i} ends {:.1} ms before it starts; its \
-                                 times are not used",
-                                (s - e) as f64 / 1e6
-                            ),
-                        )
-                        .file(MANIFEST_FILE)
-                        .field(format!("phases[{i}]")),
-                    );
-                    p.start_ns = None;
-                    p.end_ns = None;
-                }
-            }
-        }
+        reversed_phases(m, f);
     }
     run.records = read_lines(dir, records::FILE, f, |file, len| {
         records::read_sized(file, Some(len))

@@ -271,22 +271,7 @@ pub fn read_from(input: impl Read) -> std::io::Result<ScrapesRead> {
                 s.line = line;
                 out.scrapes.push(s);
             }
-            Err(e) => {
-                let truncated = e.inner().is_eof() && !buf.ends_with(b"\n");
-                let code = if truncated {
-                    reading::TRUNCATED_RECORD
-                } else {
-                    reading::INVALID_RECORD
-                };
-                let path = e.path().to_string();
-                let mut f = Finding::new(code, format!("line {line}: {}; skipped", e.inner()))
-                    .file(FILE)
-                    .line(line);
-                if path != "." {
-                    f = f.field(path);
-                }
-                listed(&mut out, f);
-            }
+            Err(e) => listed(&mut out, bad_scrape(&e, line, buf.ends_with(b"\n"))),
         }
     }
     if unlisted > 0 {
@@ -297,6 +282,24 @@ pub fn read_from(input: impl Read) -> std::io::Result<ScrapesRead> {
         ));
     }
     Ok(out)
+}
+
+/// The finding for a scrape line that did not parse: a truncation when the
+/// input ended inside it.
+fn bad_scrape(
+    e: &serde_path_to_error::Error<serde_json::Error>,
+    line: u64,
+    terminated: bool,
+) -> Finding {
+    let code = if e.inner().is_eof() && !terminated {
+        reading::TRUNCATED_RECORD
+    } else {
+        reading::INVALID_RECORD
+    };
+    Finding::new(code, format!("line {line}: {}; skipped", e.inner()))
+        .file(FILE)
+        .line(line)
+        .field(e.path().to_string())
 }
 
 /// Reads one line (through its `\n`) into `buf`, keeping at most `max`

@@ -108,27 +108,7 @@ pub fn render(report: &Report, opts: Options, out: &mut dyn Write) -> io::Result
             writeln!(out, "{n:>6}  {:<8} {code}", sev.0.as_str())?;
         }
     }
-    let s = &report.summary;
-    writeln!(
-        out,
-        "{} run(s): {} passed, {} warned, {} failed, {} errored{}; findings: {} error, {} \
-         warning, {} info; fail level {}; exit {}",
-        s.runs,
-        s.passed,
-        s.warned,
-        s.failed,
-        s.errored,
-        if s.path_errors > 0 {
-            format!(", {} path error(s)", s.path_errors)
-        } else {
-            String::new()
-        },
-        s.findings.get("error").unwrap_or(&0),
-        s.findings.get("warning").unwrap_or(&0),
-        s.findings.get("info").unwrap_or(&0),
-        s.fail_on.as_str(),
-        s.exit_code
-    )
+    writeln!(out, "{}", super::closing_line(&report.summary))
 }
 
 #[cfg(test)]

@@ -33,6 +33,37 @@ fn describe(findings: &[&Finding]) -> String {
         .join("\n")
 }
 
+/// A published claim as a testcase of its own: failed when the artifacts
+/// do not support it, skipped when they cannot tell.
+fn claim_case(c: &crate::claims::ClaimResult) -> TestCase {
+    let name = visible(&format!("claim {}", c.name)).into_owned();
+    let figures = format!(
+        "claimed {}, the cleaned artifacts give {}",
+        c.claimed,
+        c.supported
+            .map_or("nothing (cannot tell)".to_string(), |v| format!("{v}"))
+    );
+    let mut case = match c.within {
+        Some(true) => TestCase::new(name, TestCaseStatus::success()),
+        Some(false) => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(visible(&figures).as_ref());
+            s.set_type("claim-mismatch");
+            TestCase::new(name, s)
+        }
+        None => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(visible(&figures).as_ref());
+            TestCase::new(name, s)
+        }
+    };
+    case.set_classname("artifact-check.claims");
+    if c.within == Some(true) {
+        case.set_system_out(visible(&figures).as_ref());
+    }
+    case
+}
+
 /// Writes the JUnit report.
 pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let fail_on = report.summary.fail_on;
@@ -76,35 +107,8 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             case.set_classname(format!("artifact-check.{check}"));
             suite.add_test_case(case);
         }
-        // Every published claim is a testcase of its own: failed when the
-        // artifacts do not support it, skipped when they cannot tell.
         for c in &run.claims {
-            let name = visible(&format!("claim {}", c.name)).into_owned();
-            let figures = format!(
-                "claimed {}, the cleaned artifacts give {}",
-                c.claimed,
-                c.supported
-                    .map_or("nothing (cannot tell)".to_string(), |v| format!("{v}"))
-            );
-            let mut case = match c.within {
-                Some(true) => TestCase::new(name, TestCaseStatus::success()),
-                Some(false) => {
-                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                    s.set_message(visible(&figures).as_ref());
-                    s.set_type("claim-mismatch");
-                    TestCase::new(name, s)
-                }
-                None => {
-                    let mut s = TestCaseStatus::skipped();
-                    s.set_message(visible(&figures).as_ref());
-                    TestCase::new(name, s)
-                }
-            };
-            case.set_classname("artifact-check.claims");
-            if c.within == Some(true) {
-                case.set_system_out(visible(&figures).as_ref());
-            }
-            suite.add_test_case(case);
+            suite.add_test_case(claim_case(c));
         }
         junit.add_test_suite(suite);
     }

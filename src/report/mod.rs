@@ -82,6 +82,30 @@ pub fn render(
     }
 }
 
+/// The closing line of the text formats: runs by status, findings by
+/// severity, the fail level and the exit code.
+pub(crate) fn closing_line(s: &crate::Summary) -> String {
+    format!(
+        "{} run(s): {} passed, {} warned, {} failed, {} errored{}; findings: {} error, {} \
+         warning, {} info; fail level {}; exit {}",
+        s.runs,
+        s.passed,
+        s.warned,
+        s.failed,
+        s.errored,
+        if s.path_errors > 0 {
+            format!(", {} path error(s)", s.path_errors)
+        } else {
+            String::new()
+        },
+        s.findings.get("error").unwrap_or(&0),
+        s.findings.get("warning").unwrap_or(&0),
+        s.findings.get("info").unwrap_or(&0),
+        s.fail_on.as_str(),
+        s.exit_code
+    )
+}
+
 /// Formats an optional number, `n/a` when absent.
 pub fn fmt_opt(v: Option<f64>, decimals: usize) -> String {
     match v {

@@ -51,27 +51,7 @@ pub fn render(report: &Report, opts: Options, out: &mut dyn Write) -> io::Result
     for e in &report.errors {
         writeln!(out, "error: {}: {}", visible(&e.path), visible(&e.message))?;
     }
-    let s = &report.summary;
-    writeln!(
-        out,
-        "{} run(s): {} passed, {} warned, {} failed, {} errored{}; findings: {} error, {} \
-         warning, {} info; fail level {}; exit {}",
-        s.runs,
-        s.passed,
-        s.warned,
-        s.failed,
-        s.errored,
-        if s.path_errors > 0 {
-            format!(", {} path error(s)", s.path_errors)
-        } else {
-            String::new()
-        },
-        s.findings.get("error").unwrap_or(&0),
-        s.findings.get("warning").unwrap_or(&0),
-        s.findings.get("info").unwrap_or(&0),
-        s.fail_on.as_str(),
-        s.exit_code
-    )
+    writeln!(out, "{}", super::closing_line(&report.summary))
 }
 
 /// Many runs: a line per run, then the worst findings across all runs.

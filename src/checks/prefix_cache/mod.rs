@@ -254,6 +254,19 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
     }
 }
 
+/// The boundary requests whose prompt tokens make `diff`, between the
+/// server's phase windows.
+fn crossing<'r>(ctx: &Ctx, records: &'r [Record], diff: f64) -> Option<boundary::Crossing<'r>> {
+    let profiling_start = ctx.model.profiling.server_window_ns.map(|w| w.0);
+    let warmup_end = ctx
+        .model
+        .warmup
+        .as_ref()
+        .and_then(|w| w.server_window_ns)
+        .map(|w| w.1);
+    boundary::boundary_requests(records, diff, profiling_start, warmup_end)
+}
+
 impl Pass<'_> {
     /// The headline server rate: the first that is not secondary.
     fn headline(&self) -> Option<&ServerRate> {
@@ -354,22 +367,12 @@ impl Pass<'_> {
         {
             return (difference, None);
         }
-        let profiling_start = self.ctx.model.profiling.server_window_ns.map(|w| w.0);
         // A reset or a series born in profiling explains the counters, not
         // requests crossing the boundary.
         let counter_cause = self.counter_cause();
         let crossing = match counter_cause {
             Some(_) => None,
-            None => {
-                let warmup_end = self
-                    .ctx
-                    .model
-                    .warmup
-                    .as_ref()
-                    .and_then(|w| w.server_window_ns);
-                let we = warmup_end.map(|w| w.1);
-                boundary::boundary_requests(self.records, diff, profiling_start, we)
-            }
+            None => crossing(self.ctx, self.records, diff),
         };
         let attribution = match (&crossing, &counter_cause) {
             (_, Some(cause)) => format!("; {cause}"),
