@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::findings::{Code, Severity};
+use crate::findings::{Code, Finding, Severity};
 use crate::frameworks::ObservedAt;
 
 /// Thresholds of the `cold_connections` check.
@@ -91,19 +91,64 @@ impl Default for PrefixSettings {
     }
 }
 
-/// Which findings are reported: `--select` / `--ignore`.
+/// Which findings are reported: `--select` / `--ignore`, and the scoped
+/// ignores of the file.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CodeFilter {
     /// When non-empty, only these codes are reported.
     pub select: Vec<Code>,
     /// These codes are never reported.
     pub ignore: Vec<Code>,
+    /// Findings of a code never reported where they concern this metric,
+    /// endpoint or run (`[[scoped-ignore]]`, each with its reason).
+    pub scoped: Vec<ScopedIgnore>,
+}
+
+/// One `[[scoped-ignore]]`: a code silenced only where every given scope
+/// matches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScopedIgnore {
+    /// The finding code.
+    pub code: Code,
+    /// The server metric (family), with or without `_total`.
+    pub metric: Option<String>,
+    /// The scrape endpoint URL.
+    pub endpoint: Option<String>,
+    /// A glob over the run directory's path as reported (`results/nightly-*`).
+    pub run: Option<glob::Pattern>,
+    /// Why (required).
+    pub reason: String,
+}
+
+impl ScopedIgnore {
+    /// Whether this silences `f`, a finding of the run at `run`.
+    pub fn silences(&self, f: &Finding, run: &str) -> bool {
+        let canon = crate::frameworks::canonical;
+        f.code == self.code
+            && self
+                .metric
+                .as_deref()
+                .is_none_or(|m| f.metric.as_deref().is_some_and(|fm| canon(fm) == canon(m)))
+            && self
+                .endpoint
+                .as_deref()
+                .is_none_or(|e| f.endpoint.as_deref() == Some(e))
+            && self
+                .run
+                .as_ref()
+                .is_none_or(|g| g.matches(run) || g.matches(run.trim_end_matches('/')))
+    }
 }
 
 impl CodeFilter {
-    /// Whether a finding with `code` is kept.
+    /// Whether a finding with `code` is kept by `--select` / `--ignore`.
     pub fn keeps(&self, code: Code) -> bool {
         (self.select.is_empty() || self.select.contains(&code)) && !self.ignore.contains(&code)
+    }
+
+    /// Whether `f`, a finding of the run at `run`, is reported.
+    pub fn keeps_finding(&self, f: &Finding, run: &str) -> bool {
+        self.keeps(f.code) && !self.scoped.iter().any(|s| s.silences(f, run))
     }
 }
 
@@ -200,6 +245,10 @@ pub struct Layer {
     /// Never report these codes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ignore: Option<Vec<String>>,
+    /// Codes silenced only for a metric, an endpoint or runs, each with
+    /// its reason (file only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scoped_ignore: Vec<ScopedIgnoreLayer>,
     /// `cold_connections` thresholds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold_connections: Option<ColdLayer>,
@@ -209,6 +258,69 @@ pub struct Layer {
     /// `prefix_cache` thresholds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_cache: Option<PrefixLayer>,
+}
+
+/// `[[scoped-ignore]]` as written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopedIgnoreLayer {
+    /// The finding code.
+    pub code: String,
+    /// The server metric.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metric: Option<String>,
+    /// The scrape endpoint URL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// A glob over the run's path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// Why the finding is acceptable there (required).
+    #[serde(default)]
+    pub reason: String,
+}
+
+impl ScopedIgnoreLayer {
+    fn resolve(
+        &self,
+        i: usize,
+        origin: &Origin,
+        lookup: CodeLookup,
+    ) -> Result<ScopedIgnore, ConfigError> {
+        let err = |message: String| ConfigError::Value {
+            origin: origin.clone(),
+            key: format!("scoped-ignore[{i}]"),
+            message,
+        };
+        let code = lookup(self.code.trim()).ok_or_else(|| {
+            err(format!(
+                "unknown finding code {:?} (see `artifact-check codes`)",
+                self.code
+            ))
+        })?;
+        if self.reason.trim().is_empty() {
+            return Err(err(
+                "a scoped ignore needs a reason (reason = \"...\")".into()
+            ));
+        }
+        if self.metric.is_none() && self.endpoint.is_none() && self.run.is_none() {
+            return Err(err(
+                "give metric, endpoint or run (to silence a code everywhere, use ignore = [...])"
+                    .into(),
+            ));
+        }
+        let run = match &self.run {
+            Some(g) => Some(glob::Pattern::new(g).map_err(|e| err(format!("run = {g:?}: {e}")))?),
+            None => None,
+        };
+        Ok(ScopedIgnore {
+            code,
+            metric: self.metric.clone(),
+            endpoint: self.endpoint.clone(),
+            run,
+            reason: self.reason.clone(),
+        })
+    }
 }
 
 impl ColdLayer {
@@ -450,6 +562,9 @@ impl Layer {
         if let Some(names) = &self.ignore {
             s.filter.ignore = codes(origin, "ignore", names, lookup)?;
         }
+        for (i, e) in self.scoped_ignore.iter().enumerate() {
+            s.filter.scoped.push(e.resolve(i, origin, lookup)?);
+        }
         if let Some(c) = &self.cold_connections {
             c.apply(&mut s.cold, origin)?;
         }
@@ -469,6 +584,18 @@ impl Layer {
             fail_on: Some(s.fail_on.as_str().to_string()),
             select: Some(names(&s.filter.select)),
             ignore: Some(names(&s.filter.ignore)),
+            scoped_ignore: s
+                .filter
+                .scoped
+                .iter()
+                .map(|e| ScopedIgnoreLayer {
+                    code: e.code.as_str().to_string(),
+                    metric: e.metric.clone(),
+                    endpoint: e.endpoint.clone(),
+                    run: e.run.as_ref().map(|g| g.as_str().to_string()),
+                    reason: e.reason.clone(),
+                })
+                .collect(),
             cold_connections: Some(ColdLayer {
                 dns_ms: Some(s.cold.dns_ms),
                 connect_ms: Some(s.cold.connect_ms),

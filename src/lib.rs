@@ -193,7 +193,8 @@ pub fn audit_run(dir: &Path, settings: &Settings, claims: &[Claim]) -> RunReport
         claims::evaluate(claims, ctx.records(), settings)
     };
     findings.extend(claim_findings);
-    findings.retain(|f| settings.filter.keeps(f.code));
+    let shown = dir.display().to_string();
+    findings.retain(|f| settings.filter.keeps_finding(f, &shown));
     findings::cap(&mut findings);
     // Statuses follow the findings that survived the filter, once.
     let checks = Checks(

@@ -277,3 +277,55 @@ fn junit_has_a_testcase_per_claim() {
         .filter(|n| n.has_tag_name("testcase"))
         .all(|n| n.attribute("classname").is_some()));
 }
+
+/// A scoped ignore silences its code for one metric (or endpoint, or runs
+/// matching a glob) and no other; it needs a reason and a scope.
+#[test]
+fn a_scoped_ignore_silences_one_metric_and_not_another() {
+    let run = run_dir("prefix-cache-boundary");
+    let count = |report: &Value| {
+        findings(&report["runs"][0], "warmup-absorbed")
+            .iter()
+            .map(|f| f["metric"].as_str().unwrap_or("").to_string())
+            .collect::<Vec<String>>()
+    };
+    let (before, _) = json_report(&[&run], &[]);
+    let metrics = count(&before);
+    assert!(metrics.contains(&"vllm:time_to_first_token_seconds".to_string()));
+    assert!(metrics.len() > 1);
+    let t = tempfile::tempdir().expect("tempdir");
+    let cfg = t.path().join("artifact-check.toml");
+    fs::write(
+        &cfg,
+        "[[scoped-ignore]]\ncode = \"warmup-absorbed\"\nmetric = \"vllm:time_to_first_token_seconds\"\n\
+         reason = \"TTFT is taken from the clients in our reports\"\n",
+    )
+    .expect("write");
+    let (after, _) = json_report(&[&run], &["--config", cfg.to_str().expect("utf8")]);
+    let left = count(&after);
+    assert_eq!(left.len(), metrics.len() - 1, "{left:?}");
+    assert!(!left.contains(&"vllm:time_to_first_token_seconds".to_string()));
+    // A run glob: only the runs it matches.
+    fs::write(
+        &cfg,
+        "[[scoped-ignore]]\ncode = \"warmup-absorbed\"\nrun = \"*/prefix-cache-*\"\nreason = \"known\"\n",
+    )
+    .expect("write");
+    let other = run_dir("vllm-dp");
+    let (after, _) = json_report(&[&run, &other], &["--config", cfg.to_str().expect("utf8")]);
+    assert!(findings(&after["runs"][0], "warmup-absorbed").is_empty());
+    // Without a reason, or without a scope: a configuration error.
+    for body in [
+        "[[scoped-ignore]]\ncode = \"warmup-absorbed\"\nmetric = \"x\"\n",
+        "[[scoped-ignore]]\ncode = \"warmup-absorbed\"\nreason = \"r\"\n",
+    ] {
+        fs::write(&cfg, body).expect("write");
+        let (_, err, code) = cli(&[
+            run.to_str().expect("utf8"),
+            "--config",
+            cfg.to_str().expect("utf8"),
+        ]);
+        assert_eq!(code, 2, "{body}");
+        assert!(err.contains("scoped-ignore[0]"), "{err}");
+    }
+}
