@@ -84,6 +84,10 @@ pub struct AuditArgs {
     /// artifacts after cleaning; see docs/ci.md.
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
+    /// Accept the findings of an earlier audit: its JSON report. Only
+    /// findings not in it are reported (and can fail the run).
+    #[arg(long, value_name = "REPORT.json")]
+    pub baseline: Option<PathBuf>,
     /// Only report these finding codes (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "CODES")]
     pub select: Vec<String>,

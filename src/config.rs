@@ -102,6 +102,8 @@ pub struct CodeFilter {
     /// Findings of a code never reported where they concern this metric,
     /// endpoint or run (`[[scoped-ignore]]`, each with its reason).
     pub scoped: Vec<ScopedIgnore>,
+    /// Findings of an earlier audit accepted as they are (`--baseline`).
+    pub baseline: crate::baseline::Baseline,
 }
 
 /// One `[[scoped-ignore]]`: a code silenced only where every given scope
@@ -148,7 +150,9 @@ impl CodeFilter {
 
     /// Whether `f`, a finding of the run at `run`, is reported.
     pub fn keeps_finding(&self, f: &Finding, run: &str) -> bool {
-        self.keeps(f.code) && !self.scoped.iter().any(|s| s.silences(f, run))
+        self.keeps(f.code)
+            && !self.scoped.iter().any(|s| s.silences(f, run))
+            && !self.baseline.contains(f, run)
     }
 }
 

@@ -21,6 +21,7 @@
 mod macros;
 
 pub mod artifacts;
+pub mod baseline;
 pub mod checks;
 pub mod claims;
 pub mod clean;

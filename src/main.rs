@@ -117,7 +117,11 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
         bail!("give at least one PATH (a run directory or a folder of runs)");
     }
     let protected = protect_outputs(args)?;
-    let settings = config::resolve(args.config.as_deref(), &args.layer(), checks::code)?.settings;
+    let mut settings =
+        config::resolve(args.config.as_deref(), &args.layer(), checks::code)?.settings;
+    if let Some(path) = &args.baseline {
+        settings.filter.baseline = artifact_check::baseline::Baseline::read(path)?;
+    }
     let claims = match &args.expect {
         Some(path) => claims::read(path)?,
         None => Vec::new(),
@@ -169,12 +173,28 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
         quiet: args.quiet,
         statistics: args.statistics,
     };
-    // Every report first (never coloured), then the main output: an error
-    // writing one is exit 2 only after the others were tried.
+    let failed = write_reports(&args.reports, &report, &protected);
+    write_out(args.output.as_deref(), &protected, |w| {
+        report::render(format, &report, opts, w)
+    })?;
+    if !failed.is_empty() {
+        bail!("could not write {}", failed.join(", "));
+    }
+    Ok(report.exit_code())
+}
+
+/// Writes every `--report` (never coloured) before the main output; an
+/// error writing one is said and the others are still tried. Returns the
+/// paths that could not be written.
+fn write_reports(
+    reports: &[(Format, std::path::PathBuf)],
+    report: &artifact_check::Report,
+    protected: &files::Protected,
+) -> Vec<String> {
     let mut failed = Vec::new();
-    for (f, path) in &args.reports {
+    for (f, path) in reports {
         let plain = report::Options::default();
-        if let Err(e) = files::write(path, &protected, |w| report::render(*f, &report, plain, w)) {
+        if let Err(e) = files::write(path, protected, |w| report::render(*f, report, plain, w)) {
             eprintln!(
                 "artifact-check: error: writing the {} report: {:#}",
                 f.name(),
@@ -183,13 +203,7 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
             failed.push(path.display().to_string());
         }
     }
-    write_out(args.output.as_deref(), &protected, |w| {
-        report::render(format, &report, opts, w)
-    })?;
-    if !failed.is_empty() {
-        bail!("could not write {}", failed.join(", "));
-    }
-    Ok(report.exit_code())
+    failed
 }
 
 /// Writes with `write` to `path` (see [`files::write`]) or to standard

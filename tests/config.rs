@@ -329,3 +329,38 @@ fn a_scoped_ignore_silences_one_metric_and_not_another() {
         assert!(err.contains("scoped-ignore[0]"), "{err}");
     }
 }
+
+/// `--baseline`: an unchanged run passes against its own earlier report; a
+/// new finding (a corrupt line added to the records) fails it.
+#[test]
+fn a_baseline_passes_an_unchanged_run_and_fails_a_new_finding() {
+    let (t, dir) = copy_run("late-warmup");
+    let d = dir.to_str().expect("utf8");
+    let base = t.path().join("baseline.json");
+    let (_, err, code) = cli(&[d, "--report", &format!("json={}", base.display())]);
+    assert_eq!(code, 1, "late-warmup fails on its own: {err}");
+    let b = base.to_str().expect("utf8");
+    let (report, code) = json_report(&[&dir], &["--baseline", b]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        report["runs"][0]["findings"].as_array().map(Vec::len),
+        Some(0)
+    );
+    let p = dir.join("profile_export.jsonl");
+    let mut text = fs::read_to_string(&p).expect("read");
+    text.push_str("{\"metadata\": 5}\n");
+    fs::write(&p, text).expect("write");
+    let (report, code) = json_report(&[&dir], &["--baseline", b]);
+    assert_eq!(code, 1);
+    let codes: Vec<&str> = report["runs"][0]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["code"].as_str())
+        .collect();
+    assert_eq!(codes, vec!["invalid-record"]);
+    // Not a report: exit 2.
+    let (_, err, code) = cli(&[d, "--baseline", p.to_str().expect("utf8")]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not an artifact-check JSON report"), "{err}");
+}

@@ -1,0 +1,120 @@
+//! `--baseline REPORT.json`: the findings of an earlier audit (its JSON
+//! report) that are accepted as they are. A finding of the new audit that
+//! was already there (same run, code, file, line, field, metric, endpoint
+//! and series; the wording and figures may change) is not reported, so the
+//! gate fails only on what is new.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::findings::Finding;
+
+/// What identifies a finding across audits.
+type Key = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+);
+
+fn key(run: &str, code: &str, f: &Value) -> Key {
+    let s = |v: &Value| match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    (
+        run.trim_end_matches('/').to_string(),
+        code.to_string(),
+        s(&f["file"]),
+        s(&f["line"]),
+        s(&f["field"]),
+        s(&f["metric"]),
+        s(&f["endpoint"]),
+        s(&f["series"]),
+    )
+}
+
+/// The findings of a baseline report.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Baseline {
+    keys: BTreeSet<Key>,
+}
+
+/// Why a baseline could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    /// Not readable.
+    #[error("{}: {why}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        why: std::io::Error,
+    },
+    /// Not an artifact-check JSON report.
+    #[error("{}: not an artifact-check JSON report ({why})", path.display())]
+    NotAReport {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        why: String,
+    },
+}
+
+impl Baseline {
+    /// Reads a JSON report written by `--format json` (or `--report json=`).
+    pub fn read(path: &Path) -> Result<Baseline, BaselineError> {
+        let text =
+            crate::files::read_regular_to_string(path).map_err(|why| BaselineError::Read {
+                path: path.to_path_buf(),
+                why,
+            })?;
+        let bad = |why: String| BaselineError::NotAReport {
+            path: path.to_path_buf(),
+            why,
+        };
+        let v: Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let runs = v["runs"]
+            .as_array()
+            .ok_or_else(|| bad("no `runs` array".into()))?;
+        let mut keys = BTreeSet::new();
+        for r in runs {
+            let run = r["path"]
+                .as_str()
+                .ok_or_else(|| bad("a run without `path`".into()))?;
+            for f in r["findings"].as_array().into_iter().flatten() {
+                let code = f["code"]
+                    .as_str()
+                    .ok_or_else(|| bad("a finding without `code`".into()))?;
+                keys.insert(key(run, code, f));
+            }
+        }
+        Ok(Baseline { keys })
+    }
+
+    /// Whether `f`, a finding of the run at `run`, is in the baseline.
+    pub fn contains(&self, f: &Finding, run: &str) -> bool {
+        if self.keys.is_empty() {
+            return false;
+        }
+        let v = serde_json::to_value(f).unwrap_or(Value::Null);
+        self.keys.contains(&key(run, f.code.as_str(), &v))
+    }
+
+    /// How many findings it holds.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
