@@ -38,6 +38,12 @@ pub enum Command {
     Clean(Box<CleanArgs>),
     /// List every finding code with its check, severity and meaning.
     Codes,
+    /// What a finding code means and what to do about it (the row of
+    /// docs/checks.md).
+    Explain {
+        /// The code, e.g. `late-warmup-observation`.
+        code: String,
+    },
     /// Print the effective configuration (defaults, then the config file) as TOML.
     Config {
         /// Read this file instead of searching for artifact-check.toml.

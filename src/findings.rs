@@ -342,6 +342,41 @@ pub fn known_path(path: &str) -> Option<String> {
     (!p.is_empty()).then(|| p.to_string())
 }
 
+/// The documentation of finding codes, compiled in: `explain` prints from
+/// the same table the documentation shows.
+const CHECKS_DOC: &str = include_str!("../docs/checks.md");
+
+/// A code's row in docs/checks.md as (column, text) pairs after the code
+/// and severity (`meaning`, `when`, `what to do`: each table names its
+/// columns), Markdown code marks removed.
+pub fn explanation(code: &str) -> Option<Vec<(String, String)>> {
+    let start = format!("| `{code}` |");
+    let cells = |l: &str| -> Vec<String> {
+        l.trim()
+            .trim_matches('|')
+            .split(" | ")
+            .map(|c| c.trim().replace('`', ""))
+            .collect()
+    };
+    let mut header = Vec::new();
+    for l in CHECKS_DOC.lines() {
+        if l.starts_with("| code |") {
+            header = cells(l);
+        } else if l.starts_with(&start) {
+            let row = cells(l);
+            return Some(
+                header
+                    .iter()
+                    .zip(row)
+                    .skip(2)
+                    .map(|(h, c)| (h.clone(), c.replace("**", "")))
+                    .collect(),
+            );
+        }
+    }
+    None
+}
+
 /// At most this many findings of one code are listed per file of a run;
 /// the rest are counted in one more finding (see [`cap`]).
 pub const MAX_LISTED: usize = 100;
@@ -410,6 +445,20 @@ pub fn not_listed(code: Code, file: Option<String>, n: u64) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_code_has_an_explanation() {
+        let cols = explanation("invalid-json").expect("documented");
+        assert_eq!(cols[0].0, "meaning");
+        assert!(cols[0].1.starts_with("A JSON document"), "{cols:?}");
+        assert_eq!(cols[1].0, "what to do");
+        let cols = explanation("late-warmup-observation").expect("documented");
+        assert_eq!(
+            cols[0],
+            ("when".to_string(), "dP > 0 and dW < 0".to_string())
+        );
+        assert!(explanation("no-such-code").is_none());
+    }
 
     #[test]
     fn unknown_path_segments_are_dropped() {

@@ -33,6 +33,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Clean(args)) => run_clean(&args),
         Some(Command::Codes) => list_codes(),
+        Some(Command::Explain { code }) => explain(&code),
         Some(Command::Config { config }) => print_config(config.as_deref()),
         None => run_audit(&cli.audit),
     };
@@ -57,7 +58,7 @@ fn main() -> ExitCode {
 fn shadowed_subcommand() -> Option<String> {
     let first = std::env::args_os().nth(1)?;
     let name = first.to_str()?;
-    if !matches!(name, "clean" | "codes" | "config" | "help") {
+    if !matches!(name, "clean" | "codes" | "config" | "explain" | "help") {
         return None;
     }
     let dir = std::path::Path::new(name);
@@ -302,6 +303,32 @@ fn run_clean(args: &CleanArgs) -> Result<i32> {
         return Ok(1);
     }
     Ok(0)
+}
+
+fn explain(code: &str) -> Result<i32> {
+    let Some(c) = checks::code(code) else {
+        bail!("unknown finding code {code:?} (see `artifact-check codes`)");
+    };
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "{} ({}, check {})",
+        c.as_str(),
+        c.severity().as_str(),
+        c.check()
+    )?;
+    writeln!(out, "\n{}", c.summary())?;
+    for (column, text) in artifact_check::findings::explanation(c.as_str()).unwrap_or_default() {
+        writeln!(out, "\n{}: {text}", capitalised(&column))?;
+    }
+    Ok(0)
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 fn list_codes() -> Result<i32> {

@@ -251,3 +251,27 @@ fn huge_pages_on_or_off_give_the_same_report() {
     assert!(on.0.contains("\"records_parsed\""), "a report: {}", on.0);
     assert_eq!(on, off);
 }
+
+/// `artifact-check explain CODE` prints every code's row of docs/checks.md;
+/// an unknown code is exit 2.
+#[test]
+fn explain_prints_every_code_from_the_documentation() {
+    let (codes, _, _) = cli(&["codes"]);
+    let names: Vec<&str> = codes
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(names.len() > 30);
+    for name in names {
+        let (out, err, code) = cli(&["explain", name]);
+        assert_eq!(code, 0, "{name}: {err}");
+        assert!(out.starts_with(&format!("{name} (")), "{out}");
+        assert!(
+            out.contains("\nMeaning: ") || out.contains("\nWhen: "),
+            "{name}: {out}"
+        );
+    }
+    let (_, err, code) = cli(&["explain", "no-such-code"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown finding code"));
+}
