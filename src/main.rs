@@ -141,20 +141,10 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
         None if args.verbose => Format::Table,
         None => Format::Concise,
     };
-    if format == Format::Json && args.reports.is_empty() {
+    if matches!(format, Format::Json | Format::Ndjson) && args.reports.is_empty() {
         // Streamed: each run is written as soon as it is audited, so memory
         // does not grow with the number of runs.
-        let mut code = 0;
-        let stream = |w: &mut dyn Write| -> io::Result<()> {
-            let mut json = report::json::JsonStream::begin(w)?;
-            let (errors, summary) =
-                artifact_check::audit_each(&args.paths, &settings, &claims, &tick, &mut |r| {
-                    json.run(&r)
-                })?;
-            code = summary.exit_code;
-            json.end(&errors, &summary)
-        };
-        write_out(args.output.as_deref(), &protected, stream)?;
+        let code = stream(format, args, &settings, &claims, &tick, &protected)?;
         if let Some(b) = bar {
             b.finish_and_clear();
         }
@@ -182,6 +172,37 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
         bail!("could not write {}", failed.join(", "));
     }
     Ok(report.exit_code())
+}
+
+/// Audits and writes `format` (JSON or NDJSON) run by run; the exit code.
+fn stream(
+    format: Format,
+    args: &AuditArgs,
+    settings: &config::Settings,
+    claims: &[claims::Claim],
+    tick: &(dyn Fn() + Sync),
+    protected: &files::Protected,
+) -> Result<i32> {
+    let mut code = 0;
+    let write = |w: &mut dyn Write| -> io::Result<()> {
+        let audit = |emit: &mut dyn FnMut(artifact_check::RunReport) -> io::Result<()>| {
+            artifact_check::audit_each(&args.paths, settings, claims, tick, emit)
+        };
+        let summary = if format == Format::Ndjson {
+            let (errors, summary) = audit(&mut |r| report::ndjson::run(w, &r))?;
+            report::ndjson::end(w, &errors, &summary)?;
+            summary
+        } else {
+            let mut json = report::json::JsonStream::begin(w)?;
+            let (errors, summary) = audit(&mut |r| json.run(&r))?;
+            json.end(&errors, &summary)?;
+            summary
+        };
+        code = summary.exit_code;
+        Ok(())
+    };
+    write_out(args.output.as_deref(), protected, write)?;
+    Ok(code)
 }
 
 /// Writes every `--report` (never coloured) before the main output; an

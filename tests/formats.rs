@@ -158,3 +158,33 @@ fn markdown_of_many_runs_fits_a_comment() {
     assert!(md.contains("**Truncated**"), "{md}");
     assert!(md.trim_end().ends_with("(fail level error)."));
 }
+
+/// NDJSON: a line per run and per finding (with its run), then the summary;
+/// the same findings as the JSON report.
+#[test]
+fn ndjson_has_a_line_per_run_and_finding() {
+    let (nd, code) = all_runs("ndjson", &[]);
+    let (json, _) = all_runs("json", &[]);
+    assert_eq!(code, 1);
+    let report: serde_json::Value = serde_json::from_str(&json).expect("json");
+    let lines: Vec<serde_json::Value> = nd
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    let kind = |k: &str| lines.iter().filter(|l| l["kind"] == k).count();
+    let runs = report["runs"].as_array().expect("runs");
+    let findings: usize = runs
+        .iter()
+        .map(|r| r["findings"].as_array().expect("f").len())
+        .sum();
+    assert_eq!(kind("run"), runs.len());
+    assert_eq!(kind("finding"), findings);
+    assert_eq!(kind("summary"), 1);
+    let last = lines.last().expect("summary last");
+    assert_eq!(last["kind"], "summary");
+    assert_eq!(last["exit_code"], report["summary"]["exit_code"]);
+    assert!(lines
+        .iter()
+        .filter(|l| l["kind"] == "finding")
+        .all(|l| l["run"].is_string() && l["code"].is_string()));
+}

@@ -7,7 +7,9 @@ mod common;
 
 use common::*;
 
-const FORMATS: &[&str] = &["concise", "table", "json", "markdown", "junit", "github"];
+const FORMATS: &[&str] = &[
+    "concise", "table", "json", "markdown", "junit", "github", "ndjson",
+];
 
 /// The binary's output for `args`, run from the crate root with relative
 /// sample paths (so the snapshots hold no machine-specific path).

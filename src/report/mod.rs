@@ -9,6 +9,7 @@ mod github;
 pub mod json;
 mod junit;
 mod markdown;
+pub mod ndjson;
 mod table;
 
 use std::io::{self, Write};
@@ -34,6 +35,9 @@ pub enum Format {
     Markdown,
     /// GitHub Actions annotations (`::error file=...::message`).
     Github,
+    /// One JSON object per line: a line per run, per finding (with its
+    /// run), per path error, and the summary (fleet aggregation).
+    Ndjson,
 }
 
 impl Format {
@@ -46,6 +50,7 @@ impl Format {
             Format::Junit => "junit",
             Format::Markdown => "markdown",
             Format::Github => "github",
+            Format::Ndjson => "ndjson",
         }
     }
 }
@@ -79,6 +84,7 @@ pub fn render(
         Format::Junit => junit::render(report, out),
         Format::Markdown => markdown::render(report, out),
         Format::Github => github::render(report, out),
+        Format::Ndjson => ndjson::render(report, out),
     }
 }
 
