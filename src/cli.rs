@@ -38,6 +38,13 @@ pub enum Command {
     Clean(Box<CleanArgs>),
     /// List every finding code with its check, severity and meaning.
     Codes,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to standard output.
+    Man,
     /// What a finding code means and what to do about it (the row of
     /// docs/checks.md).
     Explain {

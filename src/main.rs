@@ -34,6 +34,18 @@ fn main() -> ExitCode {
         Some(Command::Clean(args)) => run_clean(&args),
         Some(Command::Codes) => list_codes(),
         Some(Command::Explain { code }) => explain(&code),
+        Some(Command::Completions { shell }) => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "artifact-check", &mut io::stdout());
+            Ok(0)
+        }
+        Some(Command::Man) => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd)
+                .render(&mut io::stdout())
+                .context("writing the man page")
+                .map(|_| 0)
+        }
         Some(Command::Config { config }) => print_config(config.as_deref()),
         None => run_audit(&cli.audit),
     };
@@ -58,7 +70,10 @@ fn main() -> ExitCode {
 fn shadowed_subcommand() -> Option<String> {
     let first = std::env::args_os().nth(1)?;
     let name = first.to_str()?;
-    if !matches!(name, "clean" | "codes" | "config" | "explain" | "help") {
+    if !matches!(
+        name,
+        "clean" | "codes" | "completions" | "config" | "explain" | "help" | "man"
+    ) {
         return None;
     }
     let dir = std::path::Path::new(name);

@@ -275,3 +275,20 @@ fn explain_prints_every_code_from_the_documentation() {
     assert_eq!(code, 2);
     assert!(err.contains("unknown finding code"));
 }
+
+/// Shell completions and the man page come from the clap definition: they
+/// name every subcommand and the audit flags.
+#[test]
+fn completions_and_man_page_are_generated() {
+    for shell in ["bash", "zsh", "fish"] {
+        let (out, err, code) = cli(&["completions", shell]);
+        assert_eq!(code, 0, "{shell}: {err}");
+        for word in ["explain", "report", "baseline", "statistics"] {
+            assert!(out.contains(word), "{shell} completion lacks {word}");
+        }
+    }
+    let (man, _, code) = cli(&["man"]);
+    assert_eq!(code, 0);
+    assert!(man.contains(".TH artifact-check 1"), "{man}");
+    assert!(man.contains("baseline"));
+}
