@@ -18,32 +18,26 @@ fn summary_bytes() -> Vec<u8> {
 }
 
 /// The files of the clean sample run that `scrape_numbers` takes, as in
-/// its fuzz target: (names, contents).
-fn clean_run_files() -> ([&'static str; 5], Vec<Vec<u8>>) {
+/// its fuzz target: (name, contents) pairs.
+fn clean_run_files() -> Vec<(&'static str, Vec<u8>)> {
     let clean = run_dir("clean");
-    let names = [
+    [
         "profile_export.jsonl",
         "profile_export_aiperf.json",
         "server_metrics_export.json",
         "server_metrics_export.jsonl",
         "phase_manifest.json",
-    ];
-    let bytes = names
-        .iter()
-        .map(|n| fs::read(clean.join(n)).expect("sample file"))
-        .collect();
-    (names, bytes)
+    ]
+    .into_iter()
+    .map(|n| (n, fs::read(clean.join(n)).expect("sample file")))
+    .collect()
 }
 
 #[test]
 fn fuzz_regressions_replay_without_a_broken_invariant() {
     let summary = summary_bytes();
-    let (names, bytes) = clean_run_files();
-    let files: Vec<(&str, &[u8])> = names
-        .iter()
-        .copied()
-        .zip(bytes.iter().map(Vec::as_slice))
-        .collect();
+    let owned = clean_run_files();
+    let files: Vec<(&str, &[u8])> = owned.iter().map(|(n, b)| (*n, b.as_slice())).collect();
     let targets: [Target; 7] = [
         ("records_jsonl", &fuzzing::records_jsonl),
         ("record_fast_path", &fuzzing::record_fast_path),
@@ -78,12 +72,8 @@ fn fuzz_regressions_replay_without_a_broken_invariant() {
 /// file to each kind of extreme value (2^64 - k, 1e300-like floats, ...).
 #[test]
 fn extreme_scrape_numbers_keep_every_invariant() {
-    let (names, bytes) = clean_run_files();
-    let files: Vec<(&str, &[u8])> = names
-        .iter()
-        .copied()
-        .zip(bytes.iter().map(Vec::as_slice))
-        .collect();
+    let owned = clean_run_files();
+    let files: Vec<(&str, &[u8])> = owned.iter().map(|(n, b)| (*n, b.as_slice())).collect();
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     for kind in 0..4u8 {
         let mut input = Vec::new();
