@@ -5,6 +5,7 @@
 //! file becomes a [`Finding`] naming the file (and line and field where there
 //! is one), and the rest of the run is still read. Nothing here writes.
 
+pub(crate) mod cursor;
 pub mod records;
 pub mod scrapes;
 pub mod server_metrics;

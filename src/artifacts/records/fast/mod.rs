@@ -29,7 +29,7 @@ use shape::LineShape;
 
 /// Nesting deeper than this inside a skipped value: give up (serde's own
 /// limit is 128, and the fallback reports it).
-const MAX_DEPTH: u32 = 100;
+use crate::artifacts::cursor::MAX_DEPTH;
 
 /// Parses a trimmed, non-empty line; `None` means "ask serde". `shapes`
 /// carries what the lines before taught (see [`Shapes`]).

@@ -2,19 +2,8 @@
 //! checks use, skips the rest and validates the JSON grammar as it goes,
 //! with the keys of earlier lines cached by position ([`Keys`]).
 
-use super::{phase, Meta, Metric, Record, Values, MAX_DEPTH};
-
-/// How a number of a line shape was written; its scan expects that form
-/// (a branch per form, not one for all numbers of a line, is predicted).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) enum Form {
-    /// Digits (`16`).
-    Integer,
-    /// Digits, a point, digits (`183.412812`).
-    Decimal,
-    /// Anything else (negative, exponent).
-    Other,
-}
+use super::{phase, Meta, Metric, Record, Values};
+pub(super) use crate::artifacts::cursor::{Cursor, Form};
 
 /// The keys of the previous lines' objects, by position, as written
 /// (`"key":`). The key at a position is usually the one seen there before:
@@ -54,10 +43,22 @@ pub(super) enum Obj {
 }
 
 pub(super) struct Scanner<'a, 'k> {
-    pub(super) s: &'a str,
-    pub(super) b: &'a [u8],
-    pub(super) i: usize,
+    pub(super) c: Cursor<'a>,
     pub(super) keys: &'k mut Keys,
+}
+
+/// The scanner reads through its cursor's primitives.
+impl<'a> std::ops::Deref for Scanner<'a, '_> {
+    type Target = Cursor<'a>;
+    fn deref(&self) -> &Cursor<'a> {
+        &self.c
+    }
+}
+
+impl<'a> std::ops::DerefMut for Scanner<'a, '_> {
+    fn deref_mut(&mut self) -> &mut Cursor<'a> {
+        &mut self.c
+    }
 }
 
 /// Bits of the fields seen, to refuse duplicates as serde does.
@@ -75,264 +76,11 @@ impl Seen {
     }
 }
 
-pub(super) const LO: u64 = 0x0101_0101_0101_0101;
-pub(super) const HI: u64 = 0x8080_8080_8080_8080;
-
-/// High bit set in every byte of `w` equal to `c`; exact for the lowest one.
-#[inline(always)]
-pub(super) fn bytes_eq(w: u64, c: u8) -> u64 {
-    let x = w ^ (LO * c as u64);
-    x.wrapping_sub(LO) & !x & HI
-}
-
 impl<'a, 'k> Scanner<'a, 'k> {
-    #[inline(always)]
     pub(super) fn new(line: &'a str, keys: &'k mut Keys) -> Self {
         Scanner {
-            s: line,
-            b: line.as_bytes(),
-            i: 0,
+            c: Cursor::new(line),
             keys,
-        }
-    }
-
-    #[inline(always)]
-    pub(super) fn peek(&self) -> Option<u8> {
-        self.b.get(self.i).copied()
-    }
-
-    #[inline(always)]
-    pub(super) fn ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
-            self.i += 1;
-        }
-    }
-
-    /// Skips whitespace, then requires `c`.
-    #[inline(always)]
-    pub(super) fn expect(&mut self, c: u8) -> Option<()> {
-        self.ws();
-        (self.peek()? == c).then(|| self.i += 1)
-    }
-
-    /// Skips whitespace, then eats `c` if it is next.
-    #[inline(always)]
-    pub(super) fn eat(&mut self, c: u8) -> bool {
-        self.ws();
-        if self.peek() == Some(c) {
-            self.i += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    /// A string without escapes or control characters, at the cursor (after
-    /// whitespace). The line is `&str` and quotes are char boundaries, so the
-    /// slice is valid UTF-8.
-    #[inline(always)]
-    pub(super) fn string(&mut self) -> Option<&'a str> {
-        self.expect(b'"')?;
-        let start = self.i;
-        let b = self.b;
-        let mut i = start;
-        while i + 8 <= b.len() {
-            let w = u64::from_le_bytes(b[i..i + 8].try_into().ok()?);
-            let control = w.wrapping_sub(LO * 0x20) & !w & HI;
-            let hit = bytes_eq(w, b'"') | bytes_eq(w, b'\\') | control;
-            if hit != 0 {
-                i += (hit.trailing_zeros() / 8) as usize;
-                break;
-            }
-            i += 8;
-        }
-        while i < b.len() && b[i] != b'"' && b[i] != b'\\' && b[i] >= 0x20 {
-            i += 1;
-        }
-        if b.get(i) != Some(&b'"') {
-            return None;
-        }
-        self.i = i + 1;
-        // Both ends are ASCII quotes, so char boundaries.
-        self.s.get(start..i)
-    }
-
-    /// `null`, if next.
-    #[inline(always)]
-    pub(super) fn null(&mut self) -> bool {
-        self.ws();
-        if self.b[self.i..].starts_with(b"null") {
-            self.i += 4;
-            true
-        } else {
-            false
-        }
-    }
-
-    pub(super) fn literal(&mut self, word: &[u8]) -> Option<()> {
-        self.b[self.i..]
-            .starts_with(word)
-            .then(|| self.i += word.len())
-    }
-
-    /// Eats ASCII digits, eight at a time; how many.
-    #[inline(always)]
-    pub(super) fn digits(&mut self) -> usize {
-        let b = self.b;
-        let start = self.i;
-        let mut i = start;
-        while let Some(chunk) = b.get(i..i + 8) {
-            let w = u64::from_le_bytes(chunk.try_into().ok().unwrap_or_default());
-            // High bit set in each byte that is not '0'..='9' (exact for the
-            // lowest: digits neither carry nor borrow).
-            let other = (w.wrapping_add(LO * 0x46) | w.wrapping_sub(LO * 0x30)) & HI;
-            if other != 0 {
-                i += (other.trailing_zeros() / 8) as usize;
-                self.i = i;
-                return i - start;
-            }
-            i += 8;
-        }
-        while let Some(b'0'..=b'9') = b.get(i) {
-            i += 1;
-        }
-        self.i = i;
-        i - start
-    }
-
-    /// A JSON number's extent; whether it is a plain non-negative integer.
-    pub(super) fn number(&mut self) -> Option<(&'a str, bool)> {
-        self.ws();
-        let start = self.i;
-        let negative = self.peek() == Some(b'-');
-        if negative {
-            self.i += 1;
-        }
-        let first = self.peek()?;
-        let n = self.digits();
-        if n == 0 || (first == b'0' && n > 1) {
-            return None;
-        }
-        let mut integer = !negative;
-        if self.peek() == Some(b'.') {
-            self.i += 1;
-            if self.digits() == 0 {
-                return None;
-            }
-            integer = false;
-        }
-        if let Some(b'e' | b'E') = self.peek() {
-            self.i += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.i += 1;
-            }
-            // Huge exponents: serde's range handling decides.
-            if !(1..=3).contains(&self.digits()) {
-                return None;
-            }
-            integer = false;
-        }
-        Some((self.s.get(start..self.i)?, integer))
-    }
-
-    /// [`Scanner::number`] for a number usually of `form`: the same extent
-    /// and answer, by a scan specialised to that form where the number has
-    /// it, by the general scan where it does not.
-    #[inline(always)]
-    pub(super) fn number_of(&mut self, form: Form) -> Option<(&'a str, bool)> {
-        let start = self.i;
-        let fits = match form {
-            Form::Other => false,
-            Form::Integer | Form::Decimal => {
-                let first = self.peek().unwrap_or(b'-');
-                let n = self.digits();
-                let whole = n > 0 && (first != b'0' || n == 1);
-                match (form, self.peek()) {
-                    (_, Some(b'.' | b'e' | b'E')) if form == Form::Integer => false,
-                    (Form::Integer, _) => whole,
-                    (_, Some(b'.')) if whole => {
-                        self.i += 1;
-                        self.digits() > 0 && !matches!(self.peek(), Some(b'e' | b'E'))
-                    }
-                    _ => false,
-                }
-            }
-        };
-        if fits {
-            return Some((self.s.get(start..self.i)?, form == Form::Integer));
-        }
-        self.i = start;
-        self.number()
-    }
-
-    /// A `u64` written as plain digits (what serde accepts for a `u64` field).
-    pub(super) fn u64(&mut self) -> Option<u64> {
-        let (text, integer) = self.number_of(Form::Integer)?;
-        if !integer {
-            return None;
-        }
-        text.parse().ok()
-    }
-
-    pub(super) fn opt_u64(&mut self) -> Option<Option<u64>> {
-        if self.null() {
-            return Some(None);
-        }
-        self.u64().map(Some)
-    }
-
-    pub(super) fn opt_u32(&mut self) -> Option<Option<u32>> {
-        match self.opt_u64()? {
-            None => Some(None),
-            Some(v) => u32::try_from(v).ok().map(Some),
-        }
-    }
-
-    pub(super) fn opt_string(&mut self) -> Option<Option<&'a str>> {
-        if self.null() {
-            return Some(None);
-        }
-        self.string().map(Some)
-    }
-
-    /// Any JSON value, validated and dropped.
-    pub(super) fn skip(&mut self, depth: u32) -> Option<()> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        self.ws();
-        match self.peek()? {
-            b'"' => self.string().map(drop),
-            b'{' => {
-                self.i += 1;
-                if self.eat(b'}') {
-                    return Some(());
-                }
-                loop {
-                    self.string()?;
-                    self.expect(b':')?;
-                    self.skip(depth + 1)?;
-                    if !self.eat(b',') {
-                        return self.expect(b'}');
-                    }
-                }
-            }
-            b'[' => {
-                self.i += 1;
-                if self.eat(b']') {
-                    return Some(());
-                }
-                loop {
-                    self.skip(depth + 1)?;
-                    if !self.eat(b',') {
-                        return self.expect(b']');
-                    }
-                }
-            }
-            b't' => self.literal(b"true"),
-            b'f' => self.literal(b"false"),
-            b'n' => self.literal(b"null"),
-            _ => self.number().map(drop),
         }
     }
 
@@ -379,18 +127,18 @@ impl<'a, 'k> Scanner<'a, 'k> {
     /// it when it is written without whitespace).
     #[inline(always)]
     pub(super) fn cached_key(&mut self, obj: Obj, position: usize) -> Option<&'a str> {
-        let at = self.i;
+        let at = self.c.i;
         let keys = &mut self.keys.keys[obj as usize];
         if let Some(k) = keys.get(position) {
-            if self.b[at..].starts_with(k) {
-                self.i = at + k.len();
+            if self.c.b[at..].starts_with(k) {
+                self.c.i = at + k.len();
                 // `"key":` — the key is between the quotes.
-                return self.s.get(at + 1..at + k.len() - 2);
+                return self.c.s.get(at + 1..at + k.len() - 2);
             }
         }
         let key = self.string()?;
         self.expect(b':')?;
-        let written = &self.b[at..self.i];
+        let written = &self.c.b[at..self.c.i];
         if written.len() == key.len() + 3 {
             // Overwritten in place: a run whose lines alternate between two
             // key orders does not allocate a key per miss.
@@ -522,25 +270,25 @@ impl<'a, 'k> Scanner<'a, 'k> {
         seen: &mut Seen,
         values: &mut Values,
     ) -> Option<bool> {
-        let at = self.i;
+        let at = self.c.i;
         let Some(field) = self.keys.fields.get(position) else {
             return Some(false);
         };
         // An empty `before` is a position not cached yet.
-        if field.before.is_empty() || !self.b[at..].starts_with(&field.before) {
+        if field.before.is_empty() || !self.c.b[at..].starts_with(&field.before) {
             return Some(false);
         }
         let (before, metric) = (field.before.len(), field.metric);
-        self.i = at + before;
+        self.c.i = at + before;
         let read = self.number().filter(|_| {
             let after = &self.keys.fields[position].after;
-            self.b[self.i..].starts_with(after)
+            self.c.b[self.c.i..].starts_with(after)
         });
         let Some((text, integer)) = read else {
-            self.i = at;
+            self.c.i = at;
             return Some(false);
         };
-        self.i += self.keys.fields[position].after.len();
+        self.c.i += self.keys.fields[position].after.len();
         if let Some(m) = metric {
             seen.first(m as u32)?;
             values.set(m, Some(number_value(text, integer)?));
@@ -556,7 +304,7 @@ impl<'a, 'k> Scanner<'a, 'k> {
         seen: &mut Seen,
         values: &mut Values,
     ) -> Option<()> {
-        let at = self.i;
+        let at = self.c.i;
         let key = self.cached_key(Obj::Metrics, position)?;
         let metric = Metric::from_tag(key);
         if let Some(m) = metric {
@@ -581,7 +329,7 @@ impl<'a, 'k> Scanner<'a, 'k> {
         }
     }
 
-    /// Caches the usual field `b[at..self.i]` whose number is `number` (a
+    /// Caches the usual field `b[at..self.c.i]` whose number is `number` (a
     /// slice of the line) at `position`, overwriting in place.
     pub(super) fn remember_field(
         &mut self,
@@ -590,9 +338,9 @@ impl<'a, 'k> Scanner<'a, 'k> {
         number: &str,
         metric: Option<Metric>,
     ) {
-        let start = number.as_ptr() as usize - self.b.as_ptr() as usize;
+        let start = number.as_ptr() as usize - self.c.b.as_ptr() as usize;
         let end = start + number.len();
-        let (before, after) = (&self.b[at..start], &self.b[end..self.i]);
+        let (before, after) = (&self.c.b[at..start], &self.c.b[end..self.c.i]);
         let fields = &mut self.keys.fields;
         if position >= 256 || before.len() + after.len() > 512 {
             return;
@@ -615,10 +363,10 @@ impl<'a, 'k> Scanner<'a, 'k> {
     /// was, for anything else (which the general path then reads).
     #[inline(always)]
     pub(super) fn usual_metric(&mut self) -> Option<(&'a str, bool)> {
-        let start = self.i;
+        let start = self.c.i;
         let found = self.usual_metric_at_cursor();
         if found.is_none() {
-            self.i = start;
+            self.c.i = start;
         }
         found
     }
@@ -627,20 +375,20 @@ impl<'a, 'k> Scanner<'a, 'k> {
     pub(super) fn usual_metric_at_cursor(&mut self) -> Option<(&'a str, bool)> {
         const VALUE: &[u8] = b"{\"value\":";
         const UNIT: &[u8] = b",\"unit\":";
-        if !self.b[self.i..].starts_with(VALUE) {
+        if !self.c.b[self.c.i..].starts_with(VALUE) {
             return None;
         }
-        self.i += VALUE.len();
+        self.c.i += VALUE.len();
         let number = self.number()?;
-        if !self.b[self.i..].starts_with(UNIT) {
+        if !self.c.b[self.c.i..].starts_with(UNIT) {
             return None;
         }
-        self.i += UNIT.len();
+        self.c.i += UNIT.len();
         self.string()?;
         if self.peek() != Some(b'}') {
             return None;
         }
-        self.i += 1;
+        self.c.i += 1;
         Some(number)
     }
 
