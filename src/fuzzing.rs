@@ -77,8 +77,11 @@ pub fn summary_json(data: &[u8]) {
     }
 }
 
-/// `server_metrics_export.jsonl` bytes through the raw-scrape reader.
+/// `server_metrics_export.jsonl` bytes through the raw-scrape reader, and
+/// differentially: every line reads as serde alone reads it (scanner,
+/// columns and bucket coding agree with the reference).
 pub fn scrapes_jsonl(data: &[u8]) {
+    scrapes::assert_agrees(data);
     let Ok(read) = scrapes::read_from(data) else {
         return;
     };

@@ -365,7 +365,15 @@ pub fn load(dir: &Path) -> RunArtifacts {
     run.records = read_lines(dir, records::FILE, f, |file, len| {
         records::read_sized(file, Some(len))
     });
-    run.scrapes = read_lines(dir, scrapes::FILE, f, |file, _| scrapes::read_from(file));
+    // The export types the families: the gauges it names are not read.
+    let interest = run
+        .server
+        .as_ref()
+        .map(|s| s.scrape_interest())
+        .unwrap_or_default();
+    run.scrapes = read_lines(dir, scrapes::FILE, f, |file, _| {
+        scrapes::read_with(file, &interest)
+    });
     if let (Some(sc), Some(server)) = (run.scrapes.as_mut(), run.server.as_ref()) {
         sc.set_cumulative(server.cumulative_families());
     }

@@ -230,6 +230,23 @@ impl ServerMetricsExport {
             .collect()
     }
 
+    /// What the raw-scrape reader keeps: every family but those typed as
+    /// gauges in every phase that has them (the process start time, which
+    /// tells a restart, is kept whatever its type).
+    pub fn scrape_interest(&self) -> crate::artifacts::scrapes::Interest {
+        let cumulative = self.cumulative_families();
+        let dropped = [Some(&self.metrics), self.warmup_metrics.as_ref()]
+            .into_iter()
+            .flatten()
+            .flat_map(|fams| fams.iter())
+            .filter(|(_, f)| f.kind == MetricType::Gauge)
+            .map(|(name, _)| crate::frameworks::canonical(name).to_string())
+            .filter(|name| !cumulative.contains(name))
+            .filter(|name| name != crate::frameworks::PROCESS_START)
+            .collect();
+        crate::artifacts::scrapes::Interest { dropped }
+    }
+
     /// A window from `summary.phase_time_ranges`.
     pub fn window(&self, phase: &str) -> Option<Window> {
         self.summary.phase_time_ranges.get(phase).copied()

@@ -28,7 +28,7 @@ use serde::Serialize;
 use crate::artifacts::records::{Phase, Record};
 use crate::artifacts::scrapes::ScrapesRead;
 use crate::frameworks::ObservedAt;
-use crate::stats::{le_text, le_value, Percentiles};
+use crate::stats::{le_text, Percentiles};
 
 closed_set! {
     /// Whether an attribution is exact or only bounded.
@@ -85,7 +85,7 @@ pub fn cumulative(
     // yet (a labelled series exists from its first observation on): 0.
     let first = ordered
         .iter()
-        .position(|(s, _)| s.samples(family).is_some());
+        .position(|(s, _)| scrapes.samples(s, family).is_some());
     ordered
         .into_iter()
         .enumerate()
@@ -99,7 +99,7 @@ pub fn cumulative(
                     buckets: BTreeMap::new(),
                 });
             }
-            let ss = s.samples(family)?;
+            let ss = scrapes.samples(s, family)?;
             let mut p = Point {
                 t,
                 line: s.line,
@@ -107,14 +107,14 @@ pub fn cumulative(
                 sum: Some(0.0),
                 buckets: BTreeMap::new(),
             };
-            for x in ss.iter().filter(|x| keep(&x.labels)) {
+            for x in ss.filter(|x| keep(x.labels())) {
                 p.count += x.cumulative()?;
-                p.sum = match (p.sum, x.sum) {
+                p.sum = match (p.sum, x.sum()) {
                     (Some(a), Some(b)) => Some(a + b),
                     _ => None,
                 };
-                for (le, c) in x.buckets.iter().flatten() {
-                    let v = le_value(le)?;
+                for (le, c) in x.buckets().into_iter().flatten() {
+                    let v = le?;
                     let e = p.buckets.entry(le_key(v)).or_insert((v, 0.0));
                     e.1 += c;
                 }

@@ -102,14 +102,14 @@ pub fn births(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Birth> {
     let cumulative = server.cumulative_families();
     let mut out = Vec::new();
     for (ep, list) in read.by_endpoint() {
-        let mut seen: BTreeSet<(&str, &Labels)> = BTreeSet::new();
+        let mut seen: BTreeSet<(&str, u32)> = BTreeSet::new();
         for (i, (s, t)) in list.iter().enumerate() {
-            for (fam, samples) in &s.metrics {
+            for (fam, samples) in read.families(s) {
                 if !cumulative.contains(canonical(fam)) {
                     continue;
                 }
                 for sample in samples {
-                    if !seen.insert((fam.as_str(), &sample.labels)) || i == 0 {
+                    if !seen.insert((fam, sample.labels_id())) || i == 0 {
                         continue;
                     }
                     let Some(v) = sample.cumulative().filter(|v| *v > 0.0) else {
@@ -118,8 +118,8 @@ pub fn births(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Birth> {
                     let (prev, t0) = &list[i - 1];
                     out.push(Birth {
                         endpoint: ep.to_string(),
-                        family: fam.clone(),
-                        labels: sample.labels.clone(),
+                        family: fam.to_string(),
+                        labels: sample.labels().clone(),
                         lines: (prev.line, s.line),
                         between_ns: (*t0, *t),
                         first_value: v,
@@ -141,18 +141,21 @@ pub fn detect(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Reset> {
     for (ep, list) in read.by_endpoint() {
         let scrapes: Vec<&Scrape> = list.iter().map(|(s, _)| *s).collect();
         let times: Vec<u64> = list.iter().map(|(_, t)| *t).collect();
-        let mut last: BTreeMap<(&str, &Labels), f64> = BTreeMap::new();
+        let mut last: BTreeMap<(&str, u32), f64> = BTreeMap::new();
         let mut start: Option<f64> = None;
         for (i, s) in scrapes.iter().enumerate() {
             let mut restart = None;
-            if let Some(v) = s.samples(PROCESS_START).and_then(|x| x.first()?.value) {
+            if let Some(v) = read
+                .samples(s, PROCESS_START)
+                .and_then(|mut x| x.next()?.value())
+            {
                 if let Some(prev) = start.filter(|p| (p - v).abs() > 1e-6) {
                     restart = Some((prev, v));
                 }
                 start = Some(v);
             }
             let mut drops = Vec::new();
-            for (fam, samples) in &s.metrics {
+            for (fam, samples) in read.families(s) {
                 if !cumulative.contains(canonical(fam)) {
                     continue;
                 }
@@ -160,11 +163,11 @@ pub fn detect(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Reset> {
                     let Some(v) = sample.cumulative() else {
                         continue;
                     };
-                    if let Some(prev) = last.insert((fam.as_str(), &sample.labels), v) {
+                    if let Some(prev) = last.insert((fam, sample.labels_id()), v) {
                         if v < prev - 1e-9 * prev.abs().max(1.0) {
                             drops.push(Drop {
-                                family: fam.clone(),
-                                labels: sample.labels.clone(),
+                                family: fam.to_string(),
+                                labels: sample.labels().clone(),
                                 before: prev,
                                 after: v,
                             });
@@ -176,12 +179,12 @@ pub fn detect(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Reset> {
                 continue;
             }
             let later = &scrapes[i + 1..];
-            let confirmed = restart.is_some() || persists(later, &drops);
+            let confirmed = restart.is_some() || persists(read, later, &drops);
             // A drop the next scrape climbs back from is a stale answer (two
             // scrapes in flight together, answered in another order than
             // either order tells): not a reset. Only one nothing comes after
             // stays undecided.
-            if !confirmed && seen_again(later, &drops) {
+            if !confirmed && seen_again(read, later, &drops) {
                 continue;
             }
             out.push(Reset {
@@ -198,12 +201,11 @@ pub fn detect(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Reset> {
 }
 
 /// Whether a later scrape carries any of the dropped series.
-fn seen_again(later: &[&Scrape], drops: &[Drop]) -> bool {
+fn seen_again(read: &ScrapesRead, later: &[&Scrape], drops: &[Drop]) -> bool {
     drops.iter().any(|d| {
         later.iter().any(|s| {
-            s.metrics
-                .get(&d.family)
-                .is_some_and(|xs| xs.iter().any(|x| x.labels == d.labels))
+            read.exactly(s, &d.family)
+                .is_some_and(|mut xs| xs.any(|x| *x.labels() == d.labels))
         })
     })
 }
@@ -211,14 +213,12 @@ fn seen_again(later: &[&Scrape], drops: &[Drop]) -> bool {
 /// Whether a drop persists: the next scrape with each series is still below
 /// the old value for most of the dropped series. A drop at the last scrape
 /// persists when several families fell together.
-fn persists(later: &[&Scrape], drops: &[Drop]) -> bool {
+fn persists(read: &ScrapesRead, later: &[&Scrape], drops: &[Drop]) -> bool {
     let (mut below, mut seen) = (0usize, 0usize);
     for d in drops {
         let next = later.iter().find_map(|s| {
-            s.metrics
-                .get(&d.family)?
-                .iter()
-                .find(|x| x.labels == d.labels)?
+            read.exactly(s, &d.family)?
+                .find(|x| *x.labels() == d.labels)?
                 .cumulative()
         });
         if let Some(v) = next {
@@ -248,13 +248,13 @@ pub fn growth(read: &ScrapesRead, endpoint: &str, family: &str, w: Window) -> Op
         .position(|t| *t >= w.end_ns)
         .unwrap_or(times.len().saturating_sub(1))
         .max(first);
-    let mut prev: BTreeMap<&Labels, f64> = BTreeMap::new();
+    let mut prev: BTreeMap<u32, f64> = BTreeMap::new();
     let (mut growth, mut any) = (0.0, false);
     for (s, _) in &list[first..=last] {
-        for x in s.samples(family).into_iter().flatten() {
+        for x in read.samples(s, family).into_iter().flatten() {
             let Some(v) = x.cumulative() else { continue };
             any = true;
-            if let Some(p) = prev.insert(&x.labels, v) {
+            if let Some(p) = prev.insert(x.labels_id(), v) {
                 growth += if v >= p { v - p } else { v };
             }
         }

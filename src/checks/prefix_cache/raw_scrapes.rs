@@ -65,7 +65,7 @@ pub fn recompute(
     let mut endpoints: Vec<&str> = scrapes
         .scrapes
         .iter()
-        .map(|s| s.endpoint_url.as_str())
+        .map(|s| scrapes.endpoint(s))
         .collect();
     endpoints.sort_unstable();
     endpoints.dedup();

@@ -1,0 +1,787 @@
+//! `server_metrics_export.jsonl`: AIPerf's raw scrapes, one line per scrape
+//! whose body changed, with cumulative (not delta) values. Present only when
+//! the run asked for `--server-metrics-formats ... jsonl`. With it, counter and
+//! histogram increments can be placed in time and attributed to requests,
+//! which is what lets the phase check repair a contaminated split.
+//!
+//! The file can be gigabytes (an hour of scrapes of two endpoints is
+//! 300 MB), so it is never held: it is read in blocks of about 4 MiB cut at
+//! line ends, each scanned by a rayon worker ([`scan`], with serde's
+//! [`reference`] reading for the lines the scanner gives up on, so a bad
+//! line's finding names its line and field), and merged in file order into
+//! columns ([`store`]): only the families the checks read (the export's
+//! gauges are dropped after typing them), label sets and bounds interned,
+//! buckets delta-coded per series.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+
+use rayon::prelude::*;
+
+use crate::artifacts::records::MAX_LINE_BYTES;
+use crate::findings::{not_listed, reading, Finding, MAX_LISTED};
+
+mod block;
+mod reference;
+mod scan;
+mod store;
+
+use block::{Block, Problem};
+pub use block::{Interest, Labels};
+use store::Store;
+
+/// File name.
+pub const FILE: &str = "server_metrics_export.jsonl";
+
+/// Bytes a block of lines aims at.
+const BLOCK_BYTES: usize = 4 << 20;
+
+/// One scrape of one endpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scrape {
+    /// Endpoint id ([`ScrapesRead::endpoint`] gives its URL).
+    pub endpoint: u32,
+    /// Scrape time (ns): when the answer's first byte arrived.
+    pub timestamp_ns: u64,
+    /// When the scrape request was sent (ns; AIPerf 0.13 and later).
+    pub request_sent_ns: Option<u64>,
+    /// 1-based line in the file.
+    pub line: u64,
+    /// Its families in the store's groups.
+    groups: (u32, u32),
+}
+
+impl Scrape {
+    /// Send order: by the time each request was sent, where known, else by
+    /// arrival ([`state_order`] decides whether it is the state order).
+    pub fn order_key(&self) -> (u64, u64) {
+        (self.request_sent_ns.unwrap_or(self.timestamp_ns), self.line)
+    }
+}
+
+/// The samples of one family in one scrape.
+#[derive(Clone)]
+pub struct Samples<'a> {
+    store: &'a Store,
+    rows: std::ops::Range<u32>,
+}
+
+impl<'a> Iterator for Samples<'a> {
+    type Item = Sample<'a>;
+    fn next(&mut self) -> Option<Sample<'a>> {
+        let i = self.rows.next()?;
+        Some(Sample {
+            store: self.store,
+            row: i,
+        })
+    }
+}
+
+impl Samples<'_> {
+    /// How many.
+    pub fn count_samples(&self) -> usize {
+        self.rows.len()
+    }
+}
+
+/// One sample of a family in one scrape.
+#[derive(Clone, Copy)]
+pub struct Sample<'a> {
+    store: &'a Store,
+    row: u32,
+}
+
+impl<'a> Sample<'a> {
+    /// Labels.
+    pub fn labels(&self) -> &'a Labels {
+        self.store.labels(self.labels_id())
+    }
+
+    /// The label set's id: equal ids, equal labels.
+    pub fn labels_id(&self) -> u32 {
+        self.store.rows[self.row as usize].labels
+    }
+
+    /// Counter/gauge value.
+    pub fn value(&self) -> Option<f64> {
+        self.store.value(self.row)
+    }
+
+    /// Histogram cumulative count.
+    pub fn count(&self) -> Option<f64> {
+        self.store.count(self.row)
+    }
+
+    /// Histogram cumulative sum.
+    pub fn sum(&self) -> Option<f64> {
+        self.store.sum(self.row)
+    }
+
+    /// The cumulative quantity that counts observations: `count` for
+    /// histograms, `value` for counters.
+    pub fn cumulative(&self) -> Option<f64> {
+        self.store.cumulative(self.row)
+    }
+
+    /// Histogram cumulative buckets, `(le, count)`, `le` `None` where the
+    /// bound is not a number.
+    pub fn buckets(&self) -> Option<Vec<(Option<f64>, f64)>> {
+        self.store.buckets(self.row)
+    }
+}
+
+/// Scrapes in file order plus per-line problems.
+#[derive(Debug, Default)]
+pub struct ScrapesRead {
+    /// Scrapes.
+    pub scrapes: Vec<Scrape>,
+    /// Problems.
+    pub findings: Vec<Finding>,
+    /// The families the export types as counters or histograms (canonical
+    /// names), set once the export is read: what only grows, and so what
+    /// tells the state order. Empty: histogram counts alone tell it.
+    pub cumulative: BTreeSet<String>,
+    store: Store,
+    /// Per endpoint, the scrapes (indices into `scrapes`) in state order with
+    /// their state times: computed once, on first use.
+    order: std::sync::OnceLock<BTreeMap<String, Vec<(usize, u64)>>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "Store({} rows)", self.rows.len())
+    }
+}
+
+impl ScrapesRead {
+    /// Sets the families that only grow (before the first ordered read).
+    pub fn set_cumulative(&mut self, cumulative: BTreeSet<String>) {
+        self.cumulative = cumulative;
+        self.order = std::sync::OnceLock::new();
+    }
+
+    /// A scrape's endpoint URL.
+    pub fn endpoint(&self, s: &Scrape) -> &str {
+        self.store.endpoint(s.endpoint)
+    }
+
+    /// A scrape's families in name order, with their samples.
+    pub fn families<'a>(&'a self, s: &Scrape) -> impl Iterator<Item = (&'a str, Samples<'a>)> {
+        let groups = &self.store.groups[s.groups.0 as usize..s.groups.1 as usize];
+        groups.iter().map(|g| {
+            let samples = Samples {
+                store: &self.store,
+                rows: g.rows.0..g.rows.1,
+            };
+            (self.store.family(g.family), samples)
+        })
+    }
+
+    /// The samples of the family named exactly `name`, if the scrape has it.
+    pub fn exactly(&self, s: &Scrape, name: &str) -> Option<Samples<'_>> {
+        let id = self.store.family_id(name)?;
+        let groups = &self.store.groups[s.groups.0 as usize..s.groups.1 as usize];
+        let g = groups.iter().find(|g| g.family == id)?;
+        Some(Samples {
+            store: &self.store,
+            rows: g.rows.0..g.rows.1,
+        })
+    }
+
+    /// The samples of a family, found by its name with or without `_total`
+    /// (prometheus_client strips it from counter families, AIPerf keeps it).
+    pub fn samples(&self, s: &Scrape, name: &str) -> Option<Samples<'_>> {
+        let bare = crate::frameworks::canonical(name);
+        self.exactly(s, bare)
+            .or_else(|| self.exactly(s, &format!("{bare}_total")))
+    }
+
+    /// Bytes the columns hold.
+    pub fn bytes(&self) -> usize {
+        self.store.bytes() + self.scrapes.capacity() * std::mem::size_of::<Scrape>()
+    }
+
+    fn order(&self) -> &BTreeMap<String, Vec<(usize, u64)>> {
+        self.order.get_or_init(|| {
+            let mut per: BTreeMap<&str, Vec<(&Scrape, u64)>> = BTreeMap::new();
+            for s in &self.scrapes {
+                per.entry(self.endpoint(s))
+                    .or_default()
+                    .push((s, s.timestamp_ns));
+            }
+            let index: BTreeMap<u64, usize> = self
+                .scrapes
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.line, i))
+                .collect();
+            per.into_iter()
+                .map(|(ep, mut list)| {
+                    state_order(self, &mut list);
+                    let ids = list.iter().map(|(s, t)| (index[&s.line], *t)).collect();
+                    (ep.to_string(), ids)
+                })
+                .collect()
+        })
+    }
+
+    /// The scrapes of each endpoint in state order ([`state_order`]), with
+    /// the latest time each one's state can be from.
+    pub fn by_endpoint(&self) -> BTreeMap<&str, Vec<(&Scrape, u64)>> {
+        self.order()
+            .iter()
+            .map(|(ep, ids)| {
+                let list = ids.iter().map(|(i, t)| (&self.scrapes[*i], *t)).collect();
+                (ep.as_str(), list)
+            })
+            .collect()
+    }
+
+    /// One endpoint's scrapes in state order.
+    pub fn of_endpoint(&self, endpoint: &str) -> Vec<(&Scrape, u64)> {
+        self.order()
+            .get(endpoint)
+            .map(|ids| ids.iter().map(|(i, t)| (&self.scrapes[*i], *t)).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// Whether a family only grows: typed so by the export, or (without types)
+/// a histogram.
+fn grows(cumulative: &BTreeSet<String>, family: &str, sample: &Sample) -> bool {
+    if cumulative.is_empty() {
+        sample.count().is_some()
+    } else {
+        cumulative.contains(crate::frameworks::canonical(family))
+    }
+}
+
+/// How many cumulative series go down along an order.
+fn drops(read: &ScrapesRead, list: &[(&Scrape, u64)]) -> usize {
+    list.windows(2)
+        .map(|w| {
+            let (a, b) = (w[0].0, w[1].0);
+            read.families(b)
+                .flat_map(|(fam, samples)| samples.map(move |x| (fam, x)))
+                .filter(|(fam, x)| grows(&read.cumulative, fam, x))
+                .filter(|(fam, x)| {
+                    let before = read.exactly(a, fam).and_then(|mut ys| {
+                        ys.find(|y| y.labels_id() == x.labels_id())?.cumulative()
+                    });
+                    matches!((before, x.cumulative()), (Some(p), Some(v)) if v < p)
+                })
+                .count()
+        })
+        .sum()
+}
+
+/// Sorts one endpoint's scrapes into state order and sets each one's state
+/// time. A server snapshots its state somewhere between receiving a scrape
+/// and answering it, so two scrapes in flight together can be answered out
+/// of order either way: a server that snapshots on receipt and answers
+/// late puts the later-sent one first; one that is slow to start handling
+/// snapshots late. Counters and histograms only grow, so of the two orders
+/// (by the answer's arrival, by send time) the one along which fewer of
+/// their series go down is the state order; ties keep arrival order. In
+/// send order a scrape's state time is lowered to the earliest answer of
+/// any scrape sent after it.
+pub fn state_order(read: &ScrapesRead, list: &mut [(&Scrape, u64)]) {
+    list.sort_by_key(|(s, _)| (s.timestamp_ns, s.line));
+    let mut sent: Vec<(&Scrape, u64)> = list.to_vec();
+    sent.sort_by_key(|(s, _)| s.order_key());
+    let differs = sent
+        .iter()
+        .zip(list.iter())
+        .any(|(a, b)| a.0.line != b.0.line);
+    if differs && drops(read, &sent) < drops(read, list) {
+        list.copy_from_slice(&sent);
+        let mut earliest_after = u64::MAX;
+        for (s, t) in list.iter_mut().rev() {
+            *t = s.timestamp_ns.min(earliest_after);
+            earliest_after = *t;
+        }
+    } else {
+        for (s, t) in list.iter_mut() {
+            *t = s.timestamp_ns;
+        }
+    }
+}
+
+/// Reads the raw-scrape JSON lines, every family kept. Bad lines become
+/// findings.
+pub fn read_from(input: impl Read) -> std::io::Result<ScrapesRead> {
+    read_with(input, &Interest::default())
+}
+
+/// Reads the raw-scrape JSON lines, keeping the families of `interest`:
+/// blocks read on this thread, scanned by the rayon workers a batch at a
+/// time, merged in file order.
+pub fn read_with(input: impl Read, interest: &Interest) -> std::io::Result<ScrapesRead> {
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, input);
+    let mut out = ScrapesRead::default();
+    let mut merge = Merge::default();
+    let batch = 2 * rayon::current_num_threads().max(1);
+    let mut chunks = Vec::with_capacity(batch);
+    let mut eof = false;
+    while !eof {
+        chunks.clear();
+        while chunks.len() < batch {
+            match next_chunk(&mut reader, &mut merge.carry)? {
+                Some(c) => chunks.push(c),
+                None => {
+                    eof = true;
+                    break;
+                }
+            }
+        }
+        let blocks: Vec<Block> = chunks.par_iter().map(|c| read_block(c, interest)).collect();
+        for b in blocks {
+            merge.add(&mut out, b);
+        }
+    }
+    merge.finish(&mut out);
+    Ok(out)
+}
+
+/// Lines cut from the input: whole lines (the last one unterminated only
+/// at the end), or a line too long to keep, skipped.
+enum Chunk {
+    Lines(Vec<u8>),
+    TooLong,
+}
+
+/// The next chunk of the input: about [`BLOCK_BYTES`] of whole lines;
+/// `carry` holds the start of a line the last chunk left.
+fn next_chunk(
+    r: &mut impl std::io::BufRead,
+    carry: &mut Vec<u8>,
+) -> std::io::Result<Option<Chunk>> {
+    let mut buf = std::mem::take(carry);
+    loop {
+        let avail = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let n = avail.len();
+        if n == 0 {
+            return Ok((!buf.is_empty()).then_some(Chunk::Lines(buf)));
+        }
+        if buf.len() + n < BLOCK_BYTES {
+            buf.extend_from_slice(avail);
+            r.consume(n);
+            continue;
+        }
+        // Enough: cut at the last line end.
+        if let Some(i) = memchr::memrchr(b'\n', avail) {
+            buf.extend_from_slice(&avail[..=i]);
+            r.consume(i + 1);
+            return Ok(Some(Chunk::Lines(buf)));
+        }
+        if let Some(i) = memchr::memrchr(b'\n', &buf) {
+            carry.extend_from_slice(&buf[i + 1..]);
+            buf.truncate(i + 1);
+            return Ok(Some(Chunk::Lines(buf)));
+        }
+        if buf.len() + n > MAX_LINE_BYTES {
+            // One line past the limit: consumed through its end, not kept.
+            skip_line(r)?;
+            return Ok(Some(Chunk::TooLong));
+        }
+        buf.extend_from_slice(avail);
+        r.consume(n);
+    }
+}
+
+/// Consumes the input through the next line end.
+fn skip_line(r: &mut impl std::io::BufRead) -> std::io::Result<()> {
+    loop {
+        let avail = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if avail.is_empty() {
+            return Ok(());
+        }
+        match memchr::memchr(b'\n', avail) {
+            Some(i) => {
+                r.consume(i + 1);
+                return Ok(());
+            }
+            None => {
+                let n = avail.len();
+                r.consume(n);
+            }
+        }
+    }
+}
+
+/// Reads a chunk's lines (numbered from 1 in the block).
+fn read_block(chunk: &Chunk, interest: &Interest) -> Block {
+    let mut b = Block::default();
+    let bytes = match chunk {
+        Chunk::TooLong => {
+            b.lines = 1;
+            b.problems.push(Problem {
+                line: 1,
+                code: reading::OVERSIZED_LINE,
+                message: String::new(),
+                field: None,
+            });
+            return b;
+        }
+        Chunk::Lines(bytes) => bytes.as_slice(),
+    };
+    // One UTF-8 check for the block; a block that fails it is read line by
+    // line through serde, which names the bad line.
+    let text = simdutf8::basic::from_utf8(bytes).ok();
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+        let terminated = end < bytes.len();
+        b.lines += 1;
+        let no = b.lines;
+        let (from, to) = (start, end);
+        start = end + 1;
+        if to - from > MAX_LINE_BYTES {
+            b.problems.push(Problem {
+                line: no,
+                code: reading::OVERSIZED_LINE,
+                message: String::new(),
+                field: None,
+            });
+            continue;
+        }
+        let raw = bytes[from..to].trim_ascii();
+        if raw.is_empty() {
+            continue;
+        }
+        let mark = b.mark();
+        let fast = text
+            .and_then(|t| t.get(from..to))
+            .and_then(|line| scan::read_line(line.trim_ascii(), no, &mut b, interest));
+        if fast.is_none() {
+            b.rewind(mark);
+            reference::read_line(raw, no, terminated, &mut b, interest);
+        }
+    }
+    b
+}
+
+/// Blocks joining the columns in file order.
+#[derive(Default)]
+struct Merge {
+    carry: Vec<u8>,
+    /// Lines before the next block.
+    base: u64,
+    /// Bad lines past the cap, only counted (bounded memory).
+    unlisted: u64,
+    /// Whether the columns are full (32-bit ids): later scrapes are not read.
+    full: bool,
+}
+
+impl Merge {
+    fn add(&mut self, out: &mut ScrapesRead, b: Block) {
+        let base = self.base;
+        self.base += b.lines;
+        for p in &b.problems {
+            let line = base + p.line;
+            if out.findings.len() >= MAX_LISTED {
+                self.unlisted += 1;
+                continue;
+            }
+            let f = if p.code == reading::OVERSIZED_LINE {
+                let text = format!(
+                    "line {line} is longer than {} MiB; it is skipped",
+                    MAX_LINE_BYTES >> 20
+                );
+                Finding::new(p.code, text)
+            } else {
+                Finding::new(p.code, format!("line {line}: {}", p.message))
+            };
+            let f = f.file(FILE).line(line);
+            out.findings.push(match &p.field {
+                Some(field) => f.field(field.clone()),
+                None => f,
+            });
+        }
+        if self.full || !out.store.fits(&b) {
+            if !self.full && !b.scrapes.is_empty() {
+                let text = format!(
+                    "line {}: more samples than the reader holds (2^32); this line and the \
+                     rest of the file are not read",
+                    base + b.scrapes[0].line
+                );
+                out.findings.push(
+                    Finding::new(reading::OVERSIZED_LINE, text)
+                        .file(FILE)
+                        .line(base + b.scrapes[0].line),
+                );
+            }
+            self.full = true;
+            return;
+        }
+        for m in out.store.merge(b) {
+            out.scrapes.push(Scrape {
+                endpoint: m.endpoint,
+                timestamp_ns: m.timestamp_ns,
+                request_sent_ns: m.request_sent_ns,
+                line: base + m.line,
+                groups: m.groups,
+            });
+        }
+    }
+
+    fn finish(&mut self, out: &mut ScrapesRead) {
+        if self.unlisted > 0 {
+            out.findings.push(not_listed(
+                reading::INVALID_RECORD,
+                Some(FILE.into()),
+                self.unlisted,
+            ));
+        }
+        let groups: Vec<(u32, u32)> = out.scrapes.iter().map(|s| s.groups).collect();
+        out.store.finish(&groups);
+        out.scrapes.shrink_to_fit();
+    }
+}
+
+/// One scrape as plain data: endpoint, times, and per family (in name
+/// order) each sample's labels, value, count, sum and buckets (by bound
+/// text order).
+#[cfg(any(test, feature = "fuzzing"))]
+type Plain = (String, u64, Option<u64>, Vec<(String, Vec<PlainSample>)>);
+
+#[cfg(any(test, feature = "fuzzing"))]
+type PlainSample = (
+    Labels,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<Vec<(Option<u64>, f64)>>,
+);
+
+#[cfg(any(test, feature = "fuzzing"))]
+fn plain_buckets(mut b: Vec<(Option<f64>, f64)>) -> Vec<(Option<u64>, f64)> {
+    let mut out: Vec<(Option<u64>, f64)> = b
+        .drain(..)
+        .map(|(le, c)| (le.map(f64::to_bits), c))
+        .collect();
+    out.sort_by(|x, y| x.0.cmp(&y.0).then(x.1.total_cmp(&y.1)));
+    out
+}
+
+/// Panics unless every line of `data` reads the same through the reader
+/// (scanner, columns, bucket coding) as through serde alone: the same
+/// scrapes with the same samples, the same bad lines.
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub fn assert_agrees(data: &[u8]) {
+    let Ok(read) = read_from(data) else { return };
+    let mut expected: Vec<(u64, Plain)> = Vec::new();
+    let mut bad = 0usize;
+    for (i, raw_line) in data.split(|b| *b == b'\n').enumerate() {
+        let line = raw_line.trim_ascii();
+        if line.is_empty() || raw_line.len() > MAX_LINE_BYTES {
+            bad += usize::from(raw_line.len() > MAX_LINE_BYTES);
+            continue;
+        }
+        let mut de = serde_json::Deserializer::from_slice(line);
+        let parsed = serde_path_to_error::deserialize::<_, reference::RawScrape>(&mut de);
+        match parsed {
+            Ok(s) if de.end().is_ok() => {
+                let fams = s
+                    .metrics
+                    .into_iter()
+                    .map(|(name, xs)| {
+                        let xs = xs
+                            .into_iter()
+                            .map(|x| {
+                                let b = x.buckets.map(|m| {
+                                    plain_buckets(
+                                        m.into_iter()
+                                            .map(|(le, c)| (crate::stats::le_value(&le), c))
+                                            .collect(),
+                                    )
+                                });
+                                (x.labels, x.value, x.count, x.sum, b)
+                            })
+                            .collect();
+                        (name, xs)
+                    })
+                    .collect();
+                let plain = (s.endpoint_url, s.timestamp_ns, s.request_sent_ns, fams);
+                expected.push((i as u64 + 1, plain));
+            }
+            _ => bad += 1,
+        }
+    }
+    let got: Vec<(u64, Plain)> = read
+        .scrapes
+        .iter()
+        .map(|s| {
+            let fams = read
+                .families(s)
+                .map(|(name, xs)| {
+                    let xs = xs
+                        .map(|x| {
+                            let b = x.buckets().map(plain_buckets);
+                            (x.labels().clone(), x.value(), x.count(), x.sum(), b)
+                        })
+                        .collect();
+                    (name.to_string(), xs)
+                })
+                .collect();
+            (
+                s.line,
+                (
+                    read.endpoint(s).to_string(),
+                    s.timestamp_ns,
+                    s.request_sent_ns,
+                    fams,
+                ),
+            )
+        })
+        .collect();
+    assert_eq!(got.len(), expected.len(), "scrapes read");
+    for (g, e) in got.iter().zip(&expected) {
+        assert!(
+            format!("{g:?}") == format!("{e:?}"),
+            "line {}: read {g:?}\nserde {e:?}",
+            e.0
+        );
+    }
+    let findings = read.findings.iter().filter(|f| f.line.is_some()).count();
+    assert!(
+        bad.min(MAX_LISTED) <= findings + 1,
+        "{bad} bad lines, {findings} findings"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_counters_and_histograms_and_reports_bad_lines() {
+        let text = concat!(
+            r#"{"endpoint_url":"u","timestamp_ns":5,"benchmark_phase":"warmup","metrics":{"c":[{"value":3}],"h":[{"labels":{"a":"b"},"count":2,"sum":0.5,"buckets":{"+Inf":2}}]}}"#,
+            "\n",
+            r#"{"endpoint_url":"u","timestamp_ns":"late"}"#,
+            "\n"
+        );
+        let r = read_from(text.as_bytes()).expect("reads");
+        assert_eq!(r.scrapes.len(), 1);
+        let s = &r.scrapes[0];
+        let first = |fam: &str| r.samples(s, fam).and_then(|mut x| x.next());
+        assert_eq!(first("h").and_then(|x| x.cumulative()), Some(2.0));
+        assert_eq!(first("c").and_then(|x| x.cumulative()), Some(3.0));
+        assert_eq!(
+            first("h").and_then(|x| x.buckets()),
+            Some(vec![(Some(f64::INFINITY), 2.0)])
+        );
+        assert_eq!(r.findings[0].line, Some(2));
+        assert_eq!(r.findings[0].field.as_deref(), Some("timestamp_ns"));
+    }
+
+    #[test]
+    fn every_sample_line_reads_as_serde_reads_it_and_through_the_scanner() {
+        let runs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-artifacts/runs");
+        let mut lines = 0;
+        for run in std::fs::read_dir(runs).expect("runs") {
+            let path = run.expect("run").path().join(FILE);
+            let Ok(data) = std::fs::read(&path) else {
+                continue;
+            };
+            assert_agrees(&data);
+            // The scanner, not serde, reads every one of them.
+            let text = std::str::from_utf8(&data).expect("utf-8");
+            for (i, line) in text.lines().enumerate() {
+                let mut b = Block::default();
+                let read = scan::read_line(line, i as u64 + 1, &mut b, &Interest::default());
+                assert!(
+                    read.is_some(),
+                    "{}: line {} left to serde",
+                    path.display(),
+                    i + 1
+                );
+                lines += 1;
+            }
+        }
+        assert!(lines > 100, "{lines} lines");
+    }
+
+    #[test]
+    fn odd_lines_read_as_serde_reads_them() {
+        let base = r#"{"endpoint_url":"u","timestamp_ns":5,"metrics":{"h":[{"labels":{"a":"b"},"count":2,"sum":0.5,"buckets":{"0.1":1,"+Inf":2}}]}}"#;
+        let variants = [
+            base.to_string(),
+            base.replace("\"u\"", "\"\\u0075\""),
+            base.replace("\"a\":\"b\"", "\"a\":\"b\",\"a\":\"c\""),
+            base.replace("\"count\":2", "\"count\":2,\"count\":3"),
+            base.replace("\"0.1\":1", "\"0.1\":1,\"0.1\":0"),
+            base.replace("\"count\":2", "\"count\":-0"),
+            base.replace("\"count\":2", "\"count\":-0.0"),
+            base.replace("\"count\":2", "\"count\":1e400"),
+            base.replace("\"count\":2", "\"count\":123456789012345678901234567890"),
+            base.replace("\"count\":2", "\"count\":null"),
+            base.replace("\"count\":2", "\"count\":\"2\""),
+            base.replace("\"sum\":0.5", "\"sum\":0.5,\"extra\":[1,{\"x\":null}]"),
+            base.replace("\"buckets\":{", "\"buckets\":null,\"x\":{"),
+            base.replace("\"labels\":{\"a\":\"b\"}", "\"labels\":null"),
+            base.replace("\"metrics\":{\"h\"", "\"metrics\":{\"g\":[],\"h\""),
+            base.replace("}]}}", "}],\"h\":[]}}"),
+            base.replace("\"timestamp_ns\":5", "\"timestamp_ns\":5.0"),
+            base.replace(
+                "\"timestamp_ns\":5",
+                "\"timestamp_ns\":5,\"request_sent_ns\":null",
+            ),
+            base.replace(
+                "\"timestamp_ns\":5",
+                "\"timestamp_ns\" : 5 , \"request_sent_ns\":4",
+            ),
+            base.to_string() + " x",
+            base.replace("[{", "[[").replace("}]}}", "]]}}"),
+            base.replace("\"+Inf\":2", "\"+Inf\":2.5"),
+            base.replace("\"0.1\"", "\"le\""),
+        ];
+        // Each variant alone, then after a line that sets up the bucket
+        // chain (a change coded against it).
+        for v in &variants {
+            assert_agrees(v.as_bytes());
+            let two = format!("{base}\n{v}\n{}\n", base.replace(":2,", ":7,"));
+            assert_agrees(two.as_bytes());
+        }
+    }
+
+    #[test]
+    fn bucket_changes_decode_exactly_across_many_scrapes() {
+        // Counts that grow, stall, go down (a reset), turn fractional, and
+        // bounds that change: every row decodes to what was written.
+        let mut text = String::new();
+        let mut c = [0.0f64; 3];
+        for i in 0..200u64 {
+            match i % 37 {
+                5 => c = [0.0; 3],
+                11 => c[1] += 0.25,
+                _ => {
+                    c[0] += (i % 3) as f64;
+                    c[1] = c[0] + (i % 5) as f64;
+                    c[2] = c[1] + 1.0;
+                }
+            }
+            let les = if i % 50 == 49 {
+                ["1", "2", "+Inf"]
+            } else {
+                ["0.5", "2", "+Inf"]
+            };
+            text.push_str(&format!(
+                r#"{{"endpoint_url":"u","timestamp_ns":{i},"metrics":{{"h":[{{"labels":{{"e":"0"}},"count":{},"sum":1.5,"buckets":{{"{}":{},"{}":{},"{}":{}}}}}]}}}}"#,
+                c[2], les[0], c[0], les[1], c[1], les[2], c[2]
+            ));
+            text.push('\n');
+        }
+        assert_agrees(text.as_bytes());
+    }
+}

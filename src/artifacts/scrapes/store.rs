@@ -1,0 +1,385 @@
+//! The run's raw scrapes in columns: endpoints, families, label sets and
+//! bucket bounds interned once for the file (their ids compare as the
+//! strings and maps do), a row per sample of a family the checks read, and
+//! the bucket counts delta-coded per series.
+//!
+//! Buckets are most of a scrape's bytes, and between two scrapes most of a
+//! series' buckets did not move. A row's buckets are written either whole
+//! (the bounds' id and each count) or as the change since the series' last
+//! row (that row's index and each count's growth as a varint: a byte for a
+//! bucket that did not move). A change is written only when it is exact: the
+//! same bounds, every count an integer that did not go down and adds back to
+//! the same `f64`. Every 32nd row of a series is whole, so reading a row's
+//! buckets decodes at most 31 changes.
+
+use std::collections::HashMap;
+
+use super::block::{Block, Labels, NONE};
+
+/// Rows of one series between two whole bucket rows.
+const WHOLE_EVERY: u32 = 32;
+
+const HAS_VALUE: u8 = 1;
+const HAS_COUNT: u8 = 2;
+const HAS_SUM: u8 = 4;
+
+/// One family's samples in one scrape: a range of rows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Group {
+    /// Family id.
+    pub family: u32,
+    /// Rows.
+    pub rows: (u32, u32),
+}
+
+/// One sample.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Row {
+    /// The cumulative quantity: the count when there is one, else the value.
+    pub a: f64,
+    /// Histogram sum (when `HAS_SUM`).
+    pub sum: f64,
+    /// Label set id.
+    pub labels: u32,
+    /// Offset of the buckets in the arena, or [`NONE`].
+    pub buckets: u32,
+    /// `HAS_*` bits.
+    pub flags: u8,
+}
+
+/// Per series, while merging: where its buckets stand.
+#[derive(Debug, Default)]
+struct Chain {
+    row: u32,
+    bounds: u32,
+    counts: Vec<f64>,
+    since_whole: u32,
+}
+
+/// The columns.
+#[derive(Default)]
+pub struct Store {
+    endpoints: Vec<String>,
+    endpoint_ids: HashMap<String, u32>,
+    families: Vec<String>,
+    family_ids: HashMap<String, u32>,
+    labels: Vec<Labels>,
+    label_ids: HashMap<Labels, u32>,
+    bounds: Vec<Vec<Option<f64>>>,
+    bounds_ids: HashMap<Vec<String>, u32>,
+    /// Families of every scrape, scrape after scrape.
+    pub groups: Vec<Group>,
+    /// Samples.
+    pub rows: Vec<Row>,
+    /// The value of rows that have both a value and a count.
+    values_too: HashMap<u32, f64>,
+    arena: Vec<u8>,
+    chains: HashMap<(u32, u32, u32), Chain>,
+}
+
+/// One scrape of a merged block: its endpoint, its line in the block, its
+/// times and its groups.
+pub struct Merged {
+    /// Endpoint id.
+    pub endpoint: u32,
+    /// Line in the block.
+    pub line: u64,
+    /// Scrape time (ns).
+    pub timestamp_ns: u64,
+    /// Send time (ns).
+    pub request_sent_ns: Option<u64>,
+    /// Its groups in the store.
+    pub groups: (u32, u32),
+}
+
+fn intern<K: std::hash::Hash + Eq + Clone>(
+    ids: &mut HashMap<K, u32>,
+    key: K,
+    add: impl FnOnce(K) -> usize,
+) -> u32 {
+    if let Some(id) = ids.get(&key) {
+        return *id;
+    }
+    let id = add(key.clone()) as u32;
+    ids.insert(key, id);
+    id
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(b: &[u8], at: &mut usize) -> u64 {
+    let (mut v, mut shift) = (0u64, 0);
+    loop {
+        let byte = b[*at];
+        *at += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return v;
+        }
+        shift += 7;
+    }
+}
+
+/// The growth of each count, when every one is exact as an integer.
+fn growth(before: &[f64], now: &[f64], out: &mut Vec<u64>) -> bool {
+    out.clear();
+    if before.len() != now.len() {
+        return false;
+    }
+    for (b, n) in before.iter().zip(now) {
+        let d = n - b;
+        if !((0.0..9e15).contains(&d) && d.fract() == 0.0 && b + d == *n) {
+            return false;
+        }
+        out.push(d as u64);
+    }
+    true
+}
+
+impl Store {
+    /// Whether a block of this size still fits the 32-bit ids.
+    pub fn fits(&self, b: &Block) -> bool {
+        let limit = (u32::MAX - 1) as usize;
+        self.rows.len() + b.rows.len() < limit
+            && self.groups.len() + b.groups.len() < limit
+            && self.arena.len() + 16 * b.counts.len() + 16 * b.rows.len() < limit
+    }
+
+    /// Moves a block's scrapes into the columns (ids made the file's).
+    pub fn merge(&mut self, b: Block) -> Vec<Merged> {
+        let endpoints: Vec<u32> = (b.endpoints.into_iter())
+            .map(|e| {
+                intern(&mut self.endpoint_ids, e, |e| {
+                    self.endpoints.push(e);
+                    self.endpoints.len() - 1
+                })
+            })
+            .collect();
+        let families: Vec<u32> = (b.families.into_iter())
+            .map(|f| {
+                intern(&mut self.family_ids, f, |f| {
+                    self.families.push(f);
+                    self.families.len() - 1
+                })
+            })
+            .collect();
+        let labels: Vec<u32> = (b.labels.into_iter())
+            .map(|l| {
+                intern(&mut self.label_ids, l, |l| {
+                    self.labels.push(l);
+                    self.labels.len() - 1
+                })
+            })
+            .collect();
+        let bounds: Vec<u32> = (b.bounds.into_iter())
+            .map(|les| {
+                intern(&mut self.bounds_ids, les, |les| {
+                    let values = les.iter().map(|le| crate::stats::le_value(le)).collect();
+                    self.bounds.push(values);
+                    self.bounds.len() - 1
+                })
+            })
+            .collect();
+        let mut scratch = Vec::new();
+        let mut out = Vec::with_capacity(b.scrapes.len());
+        for s in &b.scrapes {
+            let endpoint = endpoints[s.endpoint as usize];
+            let g0 = self.groups.len() as u32;
+            for &(fam, r0, r1) in &b.groups[s.groups.0 as usize..s.groups.1 as usize] {
+                let family = families[fam as usize];
+                let start = self.rows.len() as u32;
+                for r in &b.rows[r0 as usize..r1 as usize] {
+                    let index = self.rows.len() as u32;
+                    let label = labels[r.labels as usize];
+                    let buckets = if r.bounds == NONE {
+                        NONE
+                    } else {
+                        let counts = &b.counts[r.counts.0 as usize..r.counts.1 as usize];
+                        let key = (endpoint, family, label);
+                        self.encode(key, index, bounds[r.bounds as usize], counts, &mut scratch)
+                    };
+                    let flags = (u8::from(r.value.is_some()) * HAS_VALUE)
+                        | (u8::from(r.count.is_some()) * HAS_COUNT)
+                        | (u8::from(r.sum.is_some()) * HAS_SUM);
+                    if let (Some(v), Some(_)) = (r.value, r.count) {
+                        self.values_too.insert(index, v);
+                    }
+                    self.rows.push(Row {
+                        a: r.count.or(r.value).unwrap_or(0.0),
+                        sum: r.sum.unwrap_or(0.0),
+                        labels: label,
+                        buckets,
+                        flags,
+                    });
+                }
+                let rows = (start, self.rows.len() as u32);
+                self.groups.push(Group { family, rows });
+            }
+            out.push(Merged {
+                endpoint,
+                line: s.line,
+                timestamp_ns: s.timestamp_ns,
+                request_sent_ns: s.request_sent_ns,
+                groups: (g0, self.groups.len() as u32),
+            });
+        }
+        out
+    }
+
+    /// Writes a row's buckets to the arena: its offset.
+    fn encode(
+        &mut self,
+        key: (u32, u32, u32),
+        index: u32,
+        bounds: u32,
+        counts: &[f64],
+        scratch: &mut Vec<u64>,
+    ) -> u32 {
+        let at = self.arena.len() as u32;
+        let chain = self.chains.entry(key).or_default();
+        let delta = chain.since_whole + 1 < WHOLE_EVERY
+            && chain.bounds == bounds
+            && !chain.counts.is_empty()
+            && growth(&chain.counts, counts, scratch);
+        if delta {
+            self.arena.push(1);
+            self.arena.extend_from_slice(&chain.row.to_le_bytes());
+            for d in scratch.iter() {
+                put_varint(&mut self.arena, *d);
+            }
+            chain.since_whole += 1;
+        } else {
+            self.arena.push(0);
+            put_varint(&mut self.arena, u64::from(bounds));
+            for c in counts {
+                self.arena.extend_from_slice(&c.to_le_bytes());
+            }
+            chain.since_whole = 0;
+            chain.bounds = bounds;
+        }
+        chain.row = index;
+        chain.counts.clear();
+        chain.counts.extend_from_slice(counts);
+        at
+    }
+
+    /// Done merging: the merge state goes, and each scrape's families are
+    /// put in name order (as a map of them iterates).
+    pub fn finish(&mut self, scrapes: &[(u32, u32)]) {
+        self.chains = HashMap::new();
+        let mut names: Vec<u32> = (0..self.families.len() as u32).collect();
+        names.sort_by(|a, b| self.families[*a as usize].cmp(&self.families[*b as usize]));
+        let mut rank = vec![0u32; names.len()];
+        for (r, f) in names.iter().enumerate() {
+            rank[*f as usize] = r as u32;
+        }
+        for &(a, b) in scrapes {
+            let g = &mut self.groups[a as usize..b as usize];
+            if !g.is_sorted_by_key(|x| rank[x.family as usize]) {
+                g.sort_by_key(|x| rank[x.family as usize]);
+            }
+        }
+        self.groups.shrink_to_fit();
+        self.rows.shrink_to_fit();
+        self.arena.shrink_to_fit();
+    }
+
+    /// An endpoint's URL.
+    pub fn endpoint(&self, id: u32) -> &str {
+        &self.endpoints[id as usize]
+    }
+
+    /// A family's name.
+    pub fn family(&self, id: u32) -> &str {
+        &self.families[id as usize]
+    }
+
+    /// A family's id, by its exact name.
+    pub fn family_id(&self, name: &str) -> Option<u32> {
+        self.family_ids.get(name).copied()
+    }
+
+    /// A label set.
+    pub fn labels(&self, id: u32) -> &Labels {
+        &self.labels[id as usize]
+    }
+
+    /// A row's value (counters, gauges).
+    pub fn value(&self, i: u32) -> Option<f64> {
+        let r = &self.rows[i as usize];
+        if r.flags & HAS_VALUE == 0 {
+            None
+        } else if r.flags & HAS_COUNT != 0 {
+            self.values_too.get(&i).copied()
+        } else {
+            Some(r.a)
+        }
+    }
+
+    /// A row's count (histograms).
+    pub fn count(&self, i: u32) -> Option<f64> {
+        let r = &self.rows[i as usize];
+        (r.flags & HAS_COUNT != 0).then_some(r.a)
+    }
+
+    /// A row's sum (histograms).
+    pub fn sum(&self, i: u32) -> Option<f64> {
+        let r = &self.rows[i as usize];
+        (r.flags & HAS_SUM != 0).then_some(r.sum)
+    }
+
+    /// A row's cumulative quantity: the count, else the value.
+    pub fn cumulative(&self, i: u32) -> Option<f64> {
+        let r = &self.rows[i as usize];
+        (r.flags & (HAS_COUNT | HAS_VALUE) != 0).then_some(r.a)
+    }
+
+    /// A row's buckets, `(le, cumulative count)` (`le` `None` where the
+    /// bound is not a number); `None` without buckets.
+    pub fn buckets(&self, i: u32) -> Option<Vec<(Option<f64>, f64)>> {
+        let at = self.rows[i as usize].buckets;
+        if at == NONE {
+            return None;
+        }
+        let (bounds, counts) = self.decode(at as usize);
+        let les = &self.bounds[bounds as usize];
+        Some(les.iter().copied().zip(counts).collect())
+    }
+
+    fn decode(&self, mut at: usize) -> (u32, Vec<f64>) {
+        let a = &self.arena;
+        let tag = a[at];
+        at += 1;
+        if tag == 0 {
+            let bounds = get_varint(a, &mut at) as u32;
+            let n = self.bounds[bounds as usize].len();
+            let counts = (0..n)
+                .map(|k| {
+                    let b: [u8; 8] = a[at + 8 * k..at + 8 * k + 8].try_into().unwrap_or_default();
+                    f64::from_le_bytes(b)
+                })
+                .collect();
+            return (bounds, counts);
+        }
+        let prev = u32::from_le_bytes(a[at..at + 4].try_into().unwrap_or_default());
+        at += 4;
+        let (bounds, mut counts) = self.decode(self.rows[prev as usize].buckets as usize);
+        for c in counts.iter_mut() {
+            *c += get_varint(a, &mut at) as f64;
+        }
+        (bounds, counts)
+    }
+
+    /// Bytes held (for the benchmark's accounting).
+    pub fn bytes(&self) -> usize {
+        self.rows.capacity() * std::mem::size_of::<Row>()
+            + self.groups.capacity() * std::mem::size_of::<Group>()
+            + self.arena.capacity()
+    }
+}
