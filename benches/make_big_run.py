@@ -30,14 +30,17 @@ def copy_artifacts(src, out, skip):
             shutil.copy(p, os.path.join(out, name))
 
 
-def write_records(src, path, target_bytes=None, count=None, shift=False, shuffle=False):
+def write_records(src, path, target_bytes=None, count=None, shift=False, shuffle=False,
+                  span=None):
     """Writes the sample's records, repeated with fresh ids, to `path` until
-    `target_bytes` are written or `count` records; returns the records'
-    request_end_ns."""
+    `target_bytes` are written or `count` records (with `shift`, copy k
+    later by k * `span` ns, by default the records' own span); returns the
+    records' request_end_ns."""
     with open(os.path.join(src, "profile_export.jsonl")) as f:
         records = [json.loads(line) for line in f if line.strip()]
     t0 = min(r["metadata"]["request_start_ns"] for r in records)
-    span = max(r["metadata"]["request_end_ns"] for r in records) - t0 + 1000
+    if span is None:
+        span = max(r["metadata"]["request_end_ns"] for r in records) - t0 + 1000
     rng = random.Random(1)
     ends = []
     written = n = copy_no = 0

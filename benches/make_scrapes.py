@@ -1,26 +1,26 @@
 #!/usr/bin/env python3
 """Makes a run directory with a large, realistic server_metrics_export.jsonl
-for the raw-scrape benchmark.
+for the raw-scrape benchmark: one long run, made of copies of a real sample
+run laid end to end in time.
 
-The scrapes start from a real sample run's raw scrapes (written by AIPerf
-against the mock servers, whose families, types, label sets and bucket
-boundaries follow vLLM's / SGLang's / Dynamo's source), and resample them:
-SCRAPES scrapes per endpoint spread evenly over the sample's own scrape time
-range, each holding, for counters and histograms, the cumulative values of
-the latest real scrape at or before it (so counters grow exactly as the
-server's did and every check still has the run's truth to find), and for
-gauges values that move (a seeded walk around the real value). AIPerf only
-writes a scrape whose body changed; the moving gauges make every one change.
-With --endpoints N above the sample's count, the sample's endpoints are
-repeated on further ports (the replicas of a larger deployment).
+The sample's raw scrapes were written by AIPerf against the mock servers,
+whose families, types, label sets and bucket boundaries follow vLLM's /
+SGLang's / Dynamo's source. Copy k of them is k sample-lengths later, and
+every counter and histogram (count, sum, each bucket) has grown by k times
+what it grew over the sample, so each scrape moves exactly as much as the
+real server's scrapes did at the sample's load; gauges move (a seeded walk
+around the real value). The records are copied the same way
+(benches/make_big_run.py --shift-times, the same span), so the scrapes lie
+in the run's own time range. With --endpoints N above the sample's count,
+the sample's endpoints are repeated on further ports (the replicas of a
+larger deployment).
 
     python3 benches/make_scrapes.py SAMPLE_RUN OUT_DIR SIZE_MB [--endpoints N]
 
-The other artifacts are copied as they are. Prints the scrapes written per
-endpoint and the series per scrape.
+The other artifacts are copied as they are. Prints the copies, scrapes and
+series written.
 """
 
-import bisect
 import json
 import os
 import random
@@ -28,9 +28,13 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_big_run import copy_artifacts  # noqa: E402
+from make_big_run import copy_artifacts, write_records  # noqa: E402
 
 FILE = "server_metrics_export.jsonl"
+
+
+def key(sample):
+    return tuple(sorted(sample.get("labels", {}).items()))
 
 
 def main():
@@ -41,64 +45,101 @@ def main():
         endpoints = int(args[i + 1])
         del args[i:i + 2]
     src, out, size_mb = args[0], args[1], float(args[2])
-    copy_artifacts(src, out, {FILE})
+    copy_artifacts(src, out, {FILE, "profile_export.jsonl"})
     with open(os.path.join(src, "server_metrics_export.json")) as f:
         types = {name: fam.get("type") for name, fam in json.load(f)["metrics"].items()}
-    per_ep = {}
     with open(os.path.join(src, FILE)) as f:
-        for line in f:
-            if line.strip():
-                s = json.loads(line)
-                per_ep.setdefault(s["endpoint_url"], []).append(s)
-    for scrapes in per_ep.values():
-        scrapes.sort(key=lambda s: s["timestamp_ns"])
-    real = list(per_ep.items())
-    n_ep = endpoints or len(real)
-    # Endpoint k is the sample's endpoint k % len(real), on its own port.
-    eps = []
-    for k in range(n_ep):
-        url, scrapes = real[k % len(real)]
-        if k >= len(real):
-            url = re.sub(r":(\d+)/", lambda m: f":{int(m.group(1)) + 1000 * (k // len(real))}/", url)
-        eps.append((url, scrapes))
-    t0 = min(s[0]["timestamp_ns"] for _, s in real)
-    t1 = max(s[-1]["timestamp_ns"] for _, s in real)
-    avg_line = sum(len(json.dumps(s, separators=(",", ":"))) + 1
-                   for _, ss in real for s in ss) / sum(len(ss) for _, ss in real)
-    per_endpoint = max(2, int(size_mb * 1e6 / avg_line / n_ep))
+        scrapes = [json.loads(line) for line in f if line.strip()]
+    scrapes.sort(key=lambda s: s["timestamp_ns"])
+    urls = sorted({s["endpoint_url"] for s in scrapes})
+    n_ep = max(endpoints or len(urls), len(urls))
+    # Endpoint k repeats the sample's endpoint k % len(urls), on its own port.
+    replicas = {u: [u] for u in urls}
+    for k in range(len(urls), n_ep):
+        u = urls[k % len(urls)]
+        shift = 1000 * (k // len(urls))
+        replicas[u].append(re.sub(r":(\d+)/", lambda m: f":{int(m.group(1)) + shift}/", u))
+    # Growth of every cumulative series over the sample: last - first.
+    first, last = {}, {}
+    for s in scrapes:
+        for fam, samples in s["metrics"].items():
+            if types.get(fam) == "gauge":
+                continue
+            for x in samples:
+                k = (s["endpoint_url"], fam, key(x))
+                first.setdefault(k, x)
+                last[k] = x
+
+    def grown(a, b, name):
+        return (b.get(name) or 0) - (a.get(name) or 0)
+
+    growth = {}
+    for k, b in last.items():
+        a = first[k]
+        g = {n: grown(a, b, n) for n in ("value", "count", "sum")}
+        g["buckets"] = {le: c - (a.get("buckets") or {}).get(le, 0)
+                        for le, c in (b.get("buckets") or {}).items()}
+        growth[k] = g
+    times = [t for r in [scrapes] for s in r for t in (s["timestamp_ns"],)]
+    with open(os.path.join(src, "profile_export.jsonl")) as f:
+        recs = [json.loads(line)["metadata"] for line in f if line.strip()]
+    t0 = min(min(times), min(r["request_start_ns"] for r in recs))
+    t1 = max(max(times), max(r["request_end_ns"] for r in recs))
+    span = t1 - t0 + 1_000_000
+    per_copy = sum(len(json.dumps(s, separators=(",", ":"))) + 1 for s in scrapes)
+    per_copy *= n_ep / len(urls)
+    copies = max(1, round(size_mb * 1e6 / per_copy))
     rng = random.Random(7)
     walk = {}
 
     def moved(url, fam, i, value):
-        key = (url, fam, i)
-        w = walk.get(key, 0.0) + rng.uniform(-1.0, 1.0)
-        walk[key] = w
+        k = (url, fam, i)
+        w = walk.get(k, 0.0) + rng.uniform(-1.0, 1.0)
+        walk[k] = w
         return round(abs(value + w * (abs(value) * 0.01 + 1.0)), 3)
 
-    step = (t1 - t0) / max(1, per_endpoint - 1)
+    def add(v, g, c):
+        # Integers stay integers (counts), floats get their growth (sums).
+        return v + g * c if v is not None else None
+
+    lines = 0
     with open(os.path.join(out, FILE), "w", buffering=1 << 20) as f:
-        for j in range(per_endpoint):
-            t = int(t0 + j * step)
-            for url, scrapes in eps:
-                times = [s["timestamp_ns"] for s in scrapes]
-                base = scrapes[max(0, bisect.bisect_right(times, t) - 1)]
-                metrics = {}
-                for fam, samples in base["metrics"].items():
-                    if types.get(fam) == "gauge":
-                        samples = [dict(x, value=moved(url, fam, i, x["value"]))
-                                   if x.get("value") is not None else x
-                                   for i, x in enumerate(samples)]
-                    metrics[fam] = samples
-                s = {"endpoint_url": url, "timestamp_ns": t}
-                if "request_sent_ns" in base:
-                    s["request_sent_ns"] = t - (base["timestamp_ns"] - base["request_sent_ns"])
-                for k in base:
-                    if k not in ("endpoint_url", "timestamp_ns", "request_sent_ns", "metrics"):
-                        s[k] = base[k]
-                s["metrics"] = metrics
-                f.write(json.dumps(s, separators=(",", ":")) + "\n")
-    series = sum(len(v) for v in real[0][1][-1]["metrics"].values())
-    print(f"{per_endpoint} scrapes x {n_ep} endpoints, {series} series per scrape")
+        for c in range(copies):
+            for s in scrapes:
+                for url in replicas[s["endpoint_url"]]:
+                    metrics = {}
+                    for fam, samples in s["metrics"].items():
+                        new = []
+                        for i, x in enumerate(samples):
+                            if types.get(fam) == "gauge":
+                                if x.get("value") is not None:
+                                    x = dict(x, value=moved(url, fam, i, x["value"]))
+                            else:
+                                g = growth.get((s["endpoint_url"], fam, key(x)))
+                                if g and c:
+                                    x = dict(x)
+                                    for n in ("value", "count", "sum"):
+                                        if x.get(n) is not None:
+                                            x[n] = add(x[n], g[n], c)
+                                    if x.get("buckets"):
+                                        x["buckets"] = {le: v + g["buckets"].get(le, 0) * c
+                                                        for le, v in x["buckets"].items()}
+                            new.append(x)
+                        metrics[fam] = new
+                    o = {"endpoint_url": url, "timestamp_ns": s["timestamp_ns"] + c * span}
+                    if s.get("request_sent_ns") is not None:
+                        o["request_sent_ns"] = s["request_sent_ns"] + c * span
+                    for k in s:
+                        if k not in ("endpoint_url", "timestamp_ns", "request_sent_ns",
+                                     "metrics"):
+                            o[k] = s[k]
+                    o["metrics"] = metrics
+                    f.write(json.dumps(o, separators=(",", ":")) + "\n")
+                    lines += 1
+    write_records(src, os.path.join(out, "profile_export.jsonl"), count=copies * len(recs),
+                  shift=True, span=span)
+    series = sum(len(v) for v in scrapes[-1]["metrics"].values())
+    print(f"{copies} copies, {lines} scrapes over {n_ep} endpoints, {series} series per scrape")
 
 
 if __name__ == "__main__":

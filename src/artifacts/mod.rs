@@ -371,8 +371,8 @@ pub fn load(dir: &Path) -> RunArtifacts {
         .as_ref()
         .map(|s| s.scrape_interest())
         .unwrap_or_default();
-    run.scrapes = read_lines(dir, scrapes::FILE, f, |file, _| {
-        scrapes::read_with(file, &interest)
+    run.scrapes = read_lines(dir, scrapes::FILE, f, |file, len| {
+        scrapes::read_with(file, &interest, Some(len))
     });
     if let (Some(sc), Some(server)) = (run.scrapes.as_mut(), run.server.as_ref()) {
         sc.set_cumulative(server.cumulative_families());

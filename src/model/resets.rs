@@ -18,6 +18,32 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Per series (family id, label set id): foldhash, these are hot loops
+/// over every sample of every scrape.
+type BySeries<V> = std::collections::HashMap<(u32, u32), V, foldhash::fast::RandomState>;
+
+/// Whether each family (by id) is cumulative, looked up once per family.
+struct Cumulative<'a> {
+    names: &'a BTreeSet<String>,
+    known: std::collections::HashMap<u32, bool, foldhash::fast::RandomState>,
+}
+
+impl<'a> Cumulative<'a> {
+    fn new(names: &'a BTreeSet<String>) -> Self {
+        Cumulative {
+            names,
+            known: Default::default(),
+        }
+    }
+
+    fn has(&mut self, id: u32, name: &str) -> bool {
+        *self
+            .known
+            .entry(id)
+            .or_insert_with(|| self.names.contains(canonical(name)))
+    }
+}
+
 use crate::artifacts::scrapes::{Scrape, ScrapesRead};
 use crate::artifacts::server_metrics::{ServerMetricsExport, Window};
 use crate::frameworks::{canonical, PROCESS_START};
@@ -99,17 +125,18 @@ impl Birth {
 /// after its endpoint was scraped without it (and the family was scraped
 /// there: a family that appears whole with its first series is new too).
 pub fn births(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Birth> {
-    let cumulative = server.cumulative_families();
+    let names = server.cumulative_families();
+    let mut cumulative = Cumulative::new(&names);
     let mut out = Vec::new();
     for (ep, list) in read.by_endpoint() {
-        let mut seen: BTreeSet<(&str, u32)> = BTreeSet::new();
+        let mut seen: BySeries<()> = BySeries::default();
         for (i, (s, t)) in list.iter().enumerate() {
-            for (fam, samples) in read.families(s) {
-                if !cumulative.contains(canonical(fam)) {
+            for (id, fam, samples) in read.families_by_id(s) {
+                if !cumulative.has(id, fam) {
                     continue;
                 }
                 for sample in samples {
-                    if !seen.insert((fam, sample.labels_id())) || i == 0 {
+                    if seen.insert((id, sample.labels_id()), ()).is_some() || i == 0 {
                         continue;
                     }
                     let Some(v) = sample.cumulative().filter(|v| *v > 0.0) else {
@@ -136,12 +163,13 @@ pub fn births(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Birth> {
 /// comes at the end and nothing after it can tell. A drop the series climbs
 /// back from is a stale answer and left out.
 pub fn detect(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Reset> {
-    let cumulative = server.cumulative_families();
+    let names = server.cumulative_families();
+    let mut cumulative = Cumulative::new(&names);
     let mut out = Vec::new();
     for (ep, list) in read.by_endpoint() {
         let scrapes: Vec<&Scrape> = list.iter().map(|(s, _)| *s).collect();
         let times: Vec<u64> = list.iter().map(|(_, t)| *t).collect();
-        let mut last: BTreeMap<(&str, u32), f64> = BTreeMap::new();
+        let mut last: BySeries<f64> = BySeries::default();
         let mut start: Option<f64> = None;
         for (i, s) in scrapes.iter().enumerate() {
             let mut restart = None;
@@ -155,15 +183,15 @@ pub fn detect(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Reset> {
                 start = Some(v);
             }
             let mut drops = Vec::new();
-            for (fam, samples) in read.families(s) {
-                if !cumulative.contains(canonical(fam)) {
+            for (id, fam, samples) in read.families_by_id(s) {
+                if !cumulative.has(id, fam) {
                     continue;
                 }
                 for sample in samples {
                     let Some(v) = sample.cumulative() else {
                         continue;
                     };
-                    if let Some(prev) = last.insert((fam, sample.labels_id()), v) {
+                    if let Some(prev) = last.insert((id, sample.labels_id()), v) {
                         if v < prev - 1e-9 * prev.abs().max(1.0) {
                             drops.push(Drop {
                                 family: fam.to_string(),

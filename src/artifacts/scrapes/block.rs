@@ -2,7 +2,11 @@
 //! scrapes, with families, endpoints, label sets and bucket bounds interned
 //! within the block (a block's thousands of rows name a few dozen of each).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Maps of the interned ids: foldhash, several times faster than SipHash on
+/// these short keys.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 use super::reference::RawScrape;
 
@@ -58,6 +62,9 @@ pub struct LineRow {
     pub bounds: u32,
     /// The bucket counts: a range of the block's counts.
     pub counts: (u32, u32),
+    /// The series (endpoint, family, label set) in the block: set once the
+    /// line is read ([`Block::name_series`]).
+    pub series: u32,
 }
 
 /// A line that could not be read: where, what, and the field.
@@ -78,6 +85,8 @@ pub struct Problem {
 pub struct Block {
     /// Lines in the block.
     pub lines: u64,
+    /// Its bytes.
+    pub bytes: usize,
     /// Endpoints, by block id.
     pub endpoints: Vec<String>,
     endpoint_ids: HashMap<String, u32>,
@@ -90,6 +99,7 @@ pub struct Block {
     /// Bucket bounds (the `le` texts in order), by block id.
     pub bounds: Vec<Vec<String>>,
     bounds_ids: HashMap<Vec<String>, u32>,
+    series_ids: HashMap<(u32, u32, u32), u32>,
     /// Per family (block id), the bounds its last row had.
     last_bounds: Vec<u32>,
     /// Scrapes in line order.
@@ -98,10 +108,24 @@ pub struct Block {
     pub groups: Vec<(u32, u32, u32)>,
     /// Samples.
     pub rows: Vec<LineRow>,
-    /// Bucket counts.
+    /// Bucket counts (while reading; coded into `arena` at the end).
     pub counts: Vec<f64>,
+    /// The rows' buckets, coded ([`super::store::code_buckets`]).
+    pub arena: Vec<u8>,
+    /// Each row's offset in `arena`, or [`NONE`].
+    pub at: Vec<u32>,
     /// Lines that could not be read.
     pub problems: Vec<Problem>,
+    /// Line shapes learnt ([`super::scan`]).
+    pub shapes: Vec<super::scan::Shape>,
+    /// The numbers of the line being scanned.
+    pub slots: Vec<super::scan::Slot>,
+    /// Scratch of the shapes' diff.
+    pub moved: Vec<(u32, u32)>,
+    /// Rows and counts before the line being scanned.
+    pub line_rows: usize,
+    /// See `line_rows`.
+    pub line_counts: usize,
 }
 
 /// Where a block stood before a line: what to cut back to when the scanner
@@ -109,6 +133,31 @@ pub struct Block {
 pub struct Mark(usize, usize, usize);
 
 impl Block {
+    /// Empties the block for the next chunk, keeping its allocations.
+    pub fn reset(&mut self) {
+        self.lines = 0;
+        self.bytes = 0;
+        self.endpoints.clear();
+        self.endpoint_ids.clear();
+        self.families.clear();
+        self.family_ids.clear();
+        self.labels.clear();
+        self.label_texts.clear();
+        self.bounds.clear();
+        self.bounds_ids.clear();
+        self.last_bounds.clear();
+        self.series_ids.clear();
+        self.scrapes.clear();
+        self.groups.clear();
+        self.rows.clear();
+        self.counts.clear();
+        self.arena.clear();
+        self.at.clear();
+        self.problems.clear();
+        self.shapes.clear();
+        self.slots.clear();
+    }
+
     /// Where the block stands.
     pub fn mark(&self) -> Mark {
         Mark(self.groups.len(), self.rows.len(), self.counts.len())
@@ -119,6 +168,25 @@ impl Block {
         self.groups.truncate(m.0);
         self.rows.truncate(m.1);
         self.counts.truncate(m.2);
+    }
+
+    /// Numbers the series of the rows of the scrape just added.
+    pub fn name_series(&mut self) {
+        let Some(s) = self.scrapes.last() else { return };
+        for &(fam, r0, r1) in &self.groups[s.groups.0 as usize..s.groups.1 as usize] {
+            for r in &mut self.rows[r0 as usize..r1 as usize] {
+                let n = self.series_ids.len() as u32;
+                r.series = *self
+                    .series_ids
+                    .entry((s.endpoint, fam, r.labels))
+                    .or_insert(n);
+            }
+        }
+    }
+
+    /// Series in the block.
+    pub fn series_count(&self) -> usize {
+        self.series_ids.len()
     }
 
     /// The endpoint's block id.
@@ -224,6 +292,7 @@ impl Block {
                     sum: x.sum,
                     bounds,
                     counts,
+                    series: NONE,
                 });
             }
             self.groups.push((fam, start, self.rows.len() as u32));
@@ -235,5 +304,6 @@ impl Block {
             request_sent_ns: s.request_sent_ns,
             groups: (first_group, self.groups.len() as u32),
         });
+        self.name_series();
     }
 }

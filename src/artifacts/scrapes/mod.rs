@@ -177,6 +177,22 @@ impl ScrapesRead {
         })
     }
 
+    /// A scrape's families in name order as (family id, name, samples):
+    /// equal ids, equal names.
+    pub fn families_by_id<'a>(
+        &'a self,
+        s: &Scrape,
+    ) -> impl Iterator<Item = (u32, &'a str, Samples<'a>)> {
+        let groups = &self.store.groups[s.groups.0 as usize..s.groups.1 as usize];
+        groups.iter().map(|g| {
+            let samples = Samples {
+                store: &self.store,
+                rows: g.rows.0..g.rows.1,
+            };
+            (g.family, self.store.family(g.family), samples)
+        })
+    }
+
     /// The samples of the family named exactly `name`, if the scrape has it.
     pub fn exactly(&self, s: &Scrape, name: &str) -> Option<Samples<'_>> {
         let id = self.store.family_id(name)?;
@@ -309,35 +325,56 @@ pub fn state_order(read: &ScrapesRead, list: &mut [(&Scrape, u64)]) {
 
 /// Reads the raw-scrape JSON lines, every family kept. Bad lines become
 /// findings.
-pub fn read_from(input: impl Read) -> std::io::Result<ScrapesRead> {
-    read_with(input, &Interest::default())
+pub fn read_from(input: impl Read + Send) -> std::io::Result<ScrapesRead> {
+    read_with(input, &Interest::default(), None)
 }
 
-/// Reads the raw-scrape JSON lines, keeping the families of `interest`:
-/// blocks read on this thread, scanned by the rayon workers a batch at a
-/// time, merged in file order.
-pub fn read_with(input: impl Read, interest: &Interest) -> std::io::Result<ScrapesRead> {
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, input);
+/// Reads the raw-scrape JSON lines, keeping the families of `interest`;
+/// `size`, when known, sizes the columns once. Blocks are scanned by the
+/// rayon workers a batch at a time while the batch before is merged (in
+/// file order) and the next one read.
+pub fn read_with(
+    input: impl Read + Send,
+    interest: &Interest,
+    size: Option<u64>,
+) -> std::io::Result<ScrapesRead> {
+    let mut src = Source {
+        input,
+        carry: Vec::new(),
+        eof: false,
+        spare: Vec::new(),
+    };
     let mut out = ScrapesRead::default();
-    let mut merge = Merge::default();
+    let mut merge = Merge {
+        size,
+        ..Merge::default()
+    };
     let batch = 2 * rayon::current_num_threads().max(1);
-    let mut chunks = Vec::with_capacity(batch);
-    let mut eof = false;
-    while !eof {
-        chunks.clear();
-        while chunks.len() < batch {
-            match next_chunk(&mut reader, &mut merge.carry)? {
-                Some(c) => chunks.push(c),
-                None => {
-                    eof = true;
-                    break;
+    let mut chunks = src.batch(batch)?;
+    // Two sets of blocks: one scanned while the other is merged; each
+    // block's allocations reused from chunk to chunk.
+    let (mut scanning, mut parsed): (Vec<Block>, Vec<Block>) = Default::default();
+    while !chunks.is_empty() || !parsed.is_empty() {
+        scanning.resize_with(chunks.len(), Block::default);
+        let ((), next) = rayon::join(
+            || {
+                (chunks.par_iter())
+                    .zip(scanning.par_iter_mut())
+                    .for_each(|(c, b)| read_block(c, interest, b));
+            },
+            || {
+                for b in parsed.iter_mut() {
+                    merge.add(&mut out, b);
+                    b.reset();
                 }
-            }
+                src.batch(batch)
+            },
+        );
+        for c in chunks.drain(..) {
+            src.recycle(c);
         }
-        let blocks: Vec<Block> = chunks.par_iter().map(|c| read_block(c, interest)).collect();
-        for b in blocks {
-            merge.add(&mut out, b);
-        }
+        std::mem::swap(&mut scanning, &mut parsed);
+        chunks = next?;
     }
     merge.finish(&mut out);
     Ok(out)
@@ -350,76 +387,92 @@ enum Chunk {
     TooLong,
 }
 
-/// The next chunk of the input: about [`BLOCK_BYTES`] of whole lines;
-/// `carry` holds the start of a line the last chunk left.
-fn next_chunk(
-    r: &mut impl std::io::BufRead,
-    carry: &mut Vec<u8>,
-) -> std::io::Result<Option<Chunk>> {
-    let mut buf = std::mem::take(carry);
-    loop {
-        let avail = match r.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        let n = avail.len();
-        if n == 0 {
-            return Ok((!buf.is_empty()).then_some(Chunk::Lines(buf)));
-        }
-        if buf.len() + n < BLOCK_BYTES {
-            buf.extend_from_slice(avail);
-            r.consume(n);
-            continue;
-        }
-        // Enough: cut at the last line end.
-        if let Some(i) = memchr::memrchr(b'\n', avail) {
-            buf.extend_from_slice(&avail[..=i]);
-            r.consume(i + 1);
-            return Ok(Some(Chunk::Lines(buf)));
-        }
-        if let Some(i) = memchr::memrchr(b'\n', &buf) {
-            carry.extend_from_slice(&buf[i + 1..]);
-            buf.truncate(i + 1);
-            return Ok(Some(Chunk::Lines(buf)));
-        }
-        if buf.len() + n > MAX_LINE_BYTES {
-            // One line past the limit: consumed through its end, not kept.
-            skip_line(r)?;
-            return Ok(Some(Chunk::TooLong));
-        }
-        buf.extend_from_slice(avail);
-        r.consume(n);
-    }
+/// The input, cut into chunks at line ends.
+struct Source<R> {
+    input: R,
+    /// The start of a line the last chunk did not finish.
+    carry: Vec<u8>,
+    eof: bool,
+    /// Buffers to reuse.
+    spare: Vec<Vec<u8>>,
 }
 
-/// Consumes the input through the next line end.
-fn skip_line(r: &mut impl std::io::BufRead) -> std::io::Result<()> {
-    loop {
-        let avail = match r.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if avail.is_empty() {
-            return Ok(());
-        }
-        match memchr::memchr(b'\n', avail) {
-            Some(i) => {
-                r.consume(i + 1);
-                return Ok(());
+impl<R: Read> Source<R> {
+    /// Up to `n` chunks.
+    fn batch(&mut self, n: usize) -> std::io::Result<Vec<Chunk>> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            match self.next_chunk()? {
+                Some(c) => out.push(c),
+                None => break,
             }
-            None => {
-                let n = avail.len();
-                r.consume(n);
+        }
+        Ok(out)
+    }
+
+    fn recycle(&mut self, c: Chunk) {
+        if let Chunk::Lines(b) = c {
+            if b.capacity() <= 2 * BLOCK_BYTES {
+                self.spare.push(b);
             }
         }
     }
+
+    /// Reads up to `want` more bytes onto `buf`: how many (0 at the end).
+    fn more(&mut self, buf: &mut Vec<u8>, want: usize) -> std::io::Result<usize> {
+        buf.reserve(want);
+        let n = (&mut self.input).take(want as u64).read_to_end(buf)?;
+        self.eof |= n == 0;
+        Ok(n)
+    }
+
+    /// The next chunk: about [`BLOCK_BYTES`] of whole lines.
+    fn next_chunk(&mut self) -> std::io::Result<Option<Chunk>> {
+        let mut buf = self.spare.pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(&self.carry);
+        self.carry.clear();
+        // Bytes searched for a line end without finding one.
+        let mut searched = 0;
+        loop {
+            if buf.len() < BLOCK_BYTES && !self.eof {
+                let want = BLOCK_BYTES - buf.len();
+                self.more(&mut buf, want)?;
+                continue;
+            }
+            if self.eof {
+                return Ok((!buf.is_empty()).then_some(Chunk::Lines(buf)));
+            }
+            if let Some(i) = memchr::memrchr(b'\n', &buf[searched..]) {
+                let end = searched + i + 1;
+                self.carry.extend_from_slice(&buf[end..]);
+                buf.truncate(end);
+                return Ok(Some(Chunk::Lines(buf)));
+            }
+            searched = buf.len();
+            if buf.len() > MAX_LINE_BYTES {
+                // One line past the limit: consumed through its end, not kept.
+                loop {
+                    buf.clear();
+                    if self.more(&mut buf, BLOCK_BYTES)? == 0 {
+                        break;
+                    }
+                    if let Some(i) = memchr::memchr(b'\n', &buf) {
+                        self.carry.extend_from_slice(&buf[i + 1..]);
+                        break;
+                    }
+                }
+                self.recycle(Chunk::Lines(buf));
+                return Ok(Some(Chunk::TooLong));
+            }
+            self.more(&mut buf, BLOCK_BYTES)?;
+        }
+    }
 }
 
-/// Reads a chunk's lines (numbered from 1 in the block).
-fn read_block(chunk: &Chunk, interest: &Interest) -> Block {
-    let mut b = Block::default();
+/// Reads a chunk's lines (numbered from 1 in the block) into the empty
+/// block `b`.
+fn read_block(chunk: &Chunk, interest: &Interest, b: &mut Block) {
     let bytes = match chunk {
         Chunk::TooLong => {
             b.lines = 1;
@@ -429,10 +482,11 @@ fn read_block(chunk: &Chunk, interest: &Interest) -> Block {
                 message: String::new(),
                 field: None,
             });
-            return b;
+            return;
         }
         Chunk::Lines(bytes) => bytes.as_slice(),
     };
+    b.bytes = bytes.len();
     // One UTF-8 check for the block; a block that fails it is read line by
     // line through serde, which names the bad line.
     let text = simdutf8::basic::from_utf8(bytes).ok();
@@ -460,19 +514,22 @@ fn read_block(chunk: &Chunk, interest: &Interest) -> Block {
         let mark = b.mark();
         let fast = text
             .and_then(|t| t.get(from..to))
-            .and_then(|line| scan::read_line(line.trim_ascii(), no, &mut b, interest));
+            .and_then(|line| scan::read_line(line.trim_ascii(), no, b, interest));
         if fast.is_none() {
             b.rewind(mark);
-            reference::read_line(raw, no, terminated, &mut b, interest);
+            reference::read_line(raw, no, terminated, b, interest);
         }
     }
-    b
+    let (mut arena, mut at) = (std::mem::take(&mut b.arena), std::mem::take(&mut b.at));
+    store::code_buckets(b, &mut arena, &mut at);
+    (b.arena, b.at) = (arena, at);
 }
 
 /// Blocks joining the columns in file order.
 #[derive(Default)]
 struct Merge {
-    carry: Vec<u8>,
+    /// The input's size, if known.
+    size: Option<u64>,
     /// Lines before the next block.
     base: u64,
     /// Bad lines past the cap, only counted (bounded memory).
@@ -482,7 +539,7 @@ struct Merge {
 }
 
 impl Merge {
-    fn add(&mut self, out: &mut ScrapesRead, b: Block) {
+    fn add(&mut self, out: &mut ScrapesRead, b: &mut Block) {
         let base = self.base;
         self.base += b.lines;
         for p in &b.problems {
@@ -506,7 +563,7 @@ impl Merge {
                 None => f,
             });
         }
-        if self.full || !out.store.fits(&b) {
+        if self.full || !out.store.fits(b) {
             if !self.full && !b.scrapes.is_empty() {
                 let text = format!(
                     "line {}: more samples than the reader holds (2^32); this line and the \
@@ -521,6 +578,11 @@ impl Merge {
             }
             self.full = true;
             return;
+        }
+        if base == 0 {
+            if let Some(size) = self.size.filter(|_| b.bytes > 0) {
+                out.store.reserve_for(b, size as f64 / b.bytes as f64);
+            }
         }
         for m in out.store.merge(b) {
             out.scrapes.push(Scrape {

@@ -12,7 +12,8 @@
 //! the same `f64`. Every 32nd row of a series is whole, so reading a row's
 //! buckets decodes at most 31 changes.
 
-use std::collections::HashMap;
+/// foldhash: several times faster than SipHash on these short keys.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 use super::block::{Block, Labels, NONE};
 
@@ -43,11 +44,13 @@ pub struct Row {
     pub labels: u32,
     /// Offset of the buckets in the arena, or [`NONE`].
     pub buckets: u32,
+    /// Their bounds' id.
+    pub bounds: u32,
     /// `HAS_*` bits.
     pub flags: u8,
 }
 
-/// Per series, while merging: where its buckets stand.
+/// Per series: where its buckets stand.
 #[derive(Debug, Default)]
 struct Chain {
     row: u32,
@@ -74,7 +77,6 @@ pub struct Store {
     /// The value of rows that have both a value and a count.
     values_too: HashMap<u32, f64>,
     arena: Vec<u8>,
-    chains: HashMap<(u32, u32, u32), Chain>,
 }
 
 /// One scrape of a merged block: its endpoint, its line in the block, its
@@ -105,12 +107,27 @@ fn intern<K: std::hash::Hash + Eq + Clone>(
     id
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
+/// Each value as a varint (7 bits a byte, low first, the high bit set on
+/// all but the last), written in place.
+fn put_varints(out: &mut Vec<u8>, values: &[u64]) {
+    let mut at = out.len();
+    out.resize(at + 10 * values.len(), 0);
+    for &v in values {
+        if v < 0x80 {
+            out[at] = v as u8;
+            at += 1;
+            continue;
+        }
+        let mut v = v;
+        while v >= 0x80 {
+            out[at] = (v as u8) | 0x80;
+            v >>= 7;
+            at += 1;
+        }
+        out[at] = v as u8;
+        at += 1;
     }
-    out.push(v as u8);
+    out.truncate(at);
 }
 
 fn get_varint(b: &[u8], at: &mut usize) -> u64 {
@@ -133,13 +150,64 @@ fn growth(before: &[f64], now: &[f64], out: &mut Vec<u64>) -> bool {
         return false;
     }
     for (b, n) in before.iter().zip(now) {
+        // Most buckets did not move.
+        if b.to_bits() == n.to_bits() {
+            out.push(0);
+            continue;
+        }
         let d = n - b;
-        if !((0.0..9e15).contains(&d) && d.fract() == 0.0 && b + d == *n) {
+        if !((0.0..9e15).contains(&d) && d == (d as u64) as f64 && b + d == *n) {
             return false;
         }
         out.push(d as u64);
     }
     true
+}
+
+/// Codes the buckets of a block's rows, in the order they join the
+/// columns (scrape, family, row): each row's offset in `arena`, or
+/// [`NONE`]. Series are told by (endpoint, family, label set) block ids.
+pub fn code_buckets(b: &Block, arena: &mut Vec<u8>, at: &mut Vec<u32>) {
+    at.clear();
+    at.resize(b.rows.len(), NONE);
+    let mut chains: Vec<Chain> = Vec::new();
+    chains.resize_with(b.series_count(), Chain::default);
+    let mut scratch = Vec::new();
+    for s in &b.scrapes {
+        for &(_, r0, r1) in &b.groups[s.groups.0 as usize..s.groups.1 as usize] {
+            for index in r0..r1 {
+                let r = &b.rows[index as usize];
+                if r.bounds == NONE {
+                    continue;
+                }
+                let counts = &b.counts[r.counts.0 as usize..r.counts.1 as usize];
+                // Every row's series is named; a row without one is coded whole.
+                let mut lone = Chain::default();
+                let chain = chains.get_mut(r.series as usize).unwrap_or(&mut lone);
+                at[index as usize] = arena.len() as u32;
+                let delta = chain.since_whole + 1 < WHOLE_EVERY
+                    && chain.bounds == r.bounds
+                    && !chain.counts.is_empty()
+                    && growth(&chain.counts, counts, &mut scratch);
+                if delta {
+                    arena.push(1);
+                    arena.extend_from_slice(&(index - chain.row).to_le_bytes());
+                    put_varints(arena, &scratch);
+                    chain.since_whole += 1;
+                } else {
+                    arena.push(0);
+                    for c in counts {
+                        arena.extend_from_slice(&c.to_le_bytes());
+                    }
+                    chain.since_whole = 0;
+                    chain.bounds = r.bounds;
+                }
+                chain.row = index;
+                chain.counts.clear();
+                chain.counts.extend_from_slice(counts);
+            }
+        }
+    }
 }
 
 impl Store {
@@ -148,12 +216,21 @@ impl Store {
         let limit = (u32::MAX - 1) as usize;
         self.rows.len() + b.rows.len() < limit
             && self.groups.len() + b.groups.len() < limit
-            && self.arena.len() + 16 * b.counts.len() + 16 * b.rows.len() < limit
+            && self.arena.len() + b.arena.len() < limit
+    }
+
+    /// Sizes the columns for a file `times` the block's size (a little
+    /// over, so they are not doubled at the end).
+    pub fn reserve_for(&mut self, b: &Block, times: f64) {
+        let n = |x: usize| (x as f64 * times * 1.05) as usize + 64;
+        self.rows.reserve(n(b.rows.len()));
+        self.groups.reserve(n(b.groups.len()));
+        self.arena.reserve(n(b.arena.len()));
     }
 
     /// Moves a block's scrapes into the columns (ids made the file's).
-    pub fn merge(&mut self, b: Block) -> Vec<Merged> {
-        let endpoints: Vec<u32> = (b.endpoints.into_iter())
+    pub fn merge(&mut self, b: &mut Block) -> Vec<Merged> {
+        let endpoints: Vec<u32> = (b.endpoints.drain(..))
             .map(|e| {
                 intern(&mut self.endpoint_ids, e, |e| {
                     self.endpoints.push(e);
@@ -161,7 +238,7 @@ impl Store {
                 })
             })
             .collect();
-        let families: Vec<u32> = (b.families.into_iter())
+        let families: Vec<u32> = (b.families.drain(..))
             .map(|f| {
                 intern(&mut self.family_ids, f, |f| {
                     self.families.push(f);
@@ -169,7 +246,7 @@ impl Store {
                 })
             })
             .collect();
-        let labels: Vec<u32> = (b.labels.into_iter())
+        let labels: Vec<u32> = (b.labels.drain(..))
             .map(|l| {
                 intern(&mut self.label_ids, l, |l| {
                     self.labels.push(l);
@@ -177,7 +254,7 @@ impl Store {
                 })
             })
             .collect();
-        let bounds: Vec<u32> = (b.bounds.into_iter())
+        let bounds: Vec<u32> = (b.bounds.drain(..))
             .map(|les| {
                 intern(&mut self.bounds_ids, les, |les| {
                     let values = les.iter().map(|le| crate::stats::le_value(le)).collect();
@@ -186,7 +263,8 @@ impl Store {
                 })
             })
             .collect();
-        let mut scratch = Vec::new();
+        let arena_base = self.arena.len() as u32;
+        self.arena.extend_from_slice(&b.arena);
         let mut out = Vec::with_capacity(b.scrapes.len());
         for s in &b.scrapes {
             let endpoint = endpoints[s.endpoint as usize];
@@ -194,15 +272,14 @@ impl Store {
             for &(fam, r0, r1) in &b.groups[s.groups.0 as usize..s.groups.1 as usize] {
                 let family = families[fam as usize];
                 let start = self.rows.len() as u32;
-                for r in &b.rows[r0 as usize..r1 as usize] {
+                for (k, r) in b.rows[r0 as usize..r1 as usize].iter().enumerate() {
                     let index = self.rows.len() as u32;
                     let label = labels[r.labels as usize];
-                    let buckets = if r.bounds == NONE {
-                        NONE
+                    let at = b.at[r0 as usize + k];
+                    let (buckets, bounds) = if at == NONE {
+                        (NONE, NONE)
                     } else {
-                        let counts = &b.counts[r.counts.0 as usize..r.counts.1 as usize];
-                        let key = (endpoint, family, label);
-                        self.encode(key, index, bounds[r.bounds as usize], counts, &mut scratch)
+                        (arena_base + at, bounds[r.bounds as usize])
                     };
                     let flags = (u8::from(r.value.is_some()) * HAS_VALUE)
                         | (u8::from(r.count.is_some()) * HAS_COUNT)
@@ -215,6 +292,7 @@ impl Store {
                         sum: r.sum.unwrap_or(0.0),
                         labels: label,
                         buckets,
+                        bounds,
                         flags,
                     });
                 }
@@ -232,47 +310,9 @@ impl Store {
         out
     }
 
-    /// Writes a row's buckets to the arena: its offset.
-    fn encode(
-        &mut self,
-        key: (u32, u32, u32),
-        index: u32,
-        bounds: u32,
-        counts: &[f64],
-        scratch: &mut Vec<u64>,
-    ) -> u32 {
-        let at = self.arena.len() as u32;
-        let chain = self.chains.entry(key).or_default();
-        let delta = chain.since_whole + 1 < WHOLE_EVERY
-            && chain.bounds == bounds
-            && !chain.counts.is_empty()
-            && growth(&chain.counts, counts, scratch);
-        if delta {
-            self.arena.push(1);
-            self.arena.extend_from_slice(&chain.row.to_le_bytes());
-            for d in scratch.iter() {
-                put_varint(&mut self.arena, *d);
-            }
-            chain.since_whole += 1;
-        } else {
-            self.arena.push(0);
-            put_varint(&mut self.arena, u64::from(bounds));
-            for c in counts {
-                self.arena.extend_from_slice(&c.to_le_bytes());
-            }
-            chain.since_whole = 0;
-            chain.bounds = bounds;
-        }
-        chain.row = index;
-        chain.counts.clear();
-        chain.counts.extend_from_slice(counts);
-        at
-    }
-
     /// Done merging: the merge state goes, and each scrape's families are
     /// put in name order (as a map of them iterates).
     pub fn finish(&mut self, scrapes: &[(u32, u32)]) {
-        self.chains = HashMap::new();
         let mut names: Vec<u32> = (0..self.families.len() as u32).collect();
         names.sort_by(|a, b| self.families[*a as usize].cmp(&self.families[*b as usize]));
         let mut rank = vec![0u32; names.len()];
@@ -343,37 +383,36 @@ impl Store {
     /// A row's buckets, `(le, cumulative count)` (`le` `None` where the
     /// bound is not a number); `None` without buckets.
     pub fn buckets(&self, i: u32) -> Option<Vec<(Option<f64>, f64)>> {
-        let at = self.rows[i as usize].buckets;
-        if at == NONE {
+        let r = &self.rows[i as usize];
+        if r.buckets == NONE {
             return None;
         }
-        let (bounds, counts) = self.decode(at as usize);
-        let les = &self.bounds[bounds as usize];
+        let les = &self.bounds[r.bounds as usize];
+        let counts = self.decode(i, les.len());
         Some(les.iter().copied().zip(counts).collect())
     }
 
-    fn decode(&self, mut at: usize) -> (u32, Vec<f64>) {
+    /// Row `i`'s `n` bucket counts.
+    fn decode(&self, i: u32, n: usize) -> Vec<f64> {
         let a = &self.arena;
+        let mut at = self.rows[i as usize].buckets as usize;
         let tag = a[at];
         at += 1;
         if tag == 0 {
-            let bounds = get_varint(a, &mut at) as u32;
-            let n = self.bounds[bounds as usize].len();
-            let counts = (0..n)
+            return (0..n)
                 .map(|k| {
                     let b: [u8; 8] = a[at + 8 * k..at + 8 * k + 8].try_into().unwrap_or_default();
                     f64::from_le_bytes(b)
                 })
                 .collect();
-            return (bounds, counts);
         }
-        let prev = u32::from_le_bytes(a[at..at + 4].try_into().unwrap_or_default());
+        let back = u32::from_le_bytes(a[at..at + 4].try_into().unwrap_or_default());
         at += 4;
-        let (bounds, mut counts) = self.decode(self.rows[prev as usize].buckets as usize);
+        let mut counts = self.decode(i - back, n);
         for c in counts.iter_mut() {
             *c += get_varint(a, &mut at) as f64;
         }
-        (bounds, counts)
+        counts
     }
 
     /// Bytes held (for the benchmark's accounting).

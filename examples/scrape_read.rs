@@ -1,0 +1,37 @@
+//! Times the raw-scrape reader alone on one file and prints what its
+//! columns hold: where `benches/scrapes.sh`'s load time and memory go.
+//!
+//!     cargo run --release --example scrape_read -- server_metrics_export.jsonl [ROUNDS]
+use std::time::Instant;
+
+use artifact_check::artifacts::scrapes;
+
+// The binary's allocator, so the example measures what the binary does.
+#[allow(unsafe_code, dead_code)]
+#[path = "../src/alloc.rs"]
+mod alloc;
+
+#[global_allocator]
+static ALLOC: alloc::HugePages = alloc::HugePages;
+
+fn main() {
+    alloc::configure();
+    let mut args = std::env::args().skip(1);
+    let path = args.next().expect("usage: scrape_read FILE [ROUNDS]");
+    let rounds: usize = args.next().map_or(3, |r| r.parse().expect("rounds"));
+    let size = std::fs::metadata(&path).expect("file").len() as f64;
+    for _ in 0..rounds {
+        let t = Instant::now();
+        let file = std::fs::File::open(&path).expect("open");
+        let read = scrapes::read_with(file, &Default::default(), Some(size as u64)).expect("read");
+        let s = t.elapsed().as_secs_f64();
+        println!(
+            "{s:.3} s  {:.2} GB/s  {} scrapes  {} findings  columns {:.1} MB ({:.1} % of the file)",
+            size / s / 1e9,
+            read.scrapes.len(),
+            read.findings.len(),
+            read.bytes() as f64 / 1e6,
+            read.bytes() as f64 / size * 100.0
+        );
+    }
+}
