@@ -81,11 +81,13 @@ pub fn cumulative(
     keep: impl Fn(&BTreeMap<String, String>) -> bool,
 ) -> Vec<Point> {
     let ordered = scrapes.of_endpoint(endpoint);
+    let mut cache = crate::artifacts::scrapes::BucketCache::default();
+    let ids = scrapes.family(family);
     // Before the family's first appearance on the endpoint it had no series
     // yet (a labelled series exists from its first observation on): 0.
     let first = ordered
         .iter()
-        .position(|(s, _)| scrapes.samples(s, family).is_some());
+        .position(|(s, _)| scrapes.samples_of(s, ids).is_some());
     ordered
         .into_iter()
         .enumerate()
@@ -99,7 +101,7 @@ pub fn cumulative(
                     buckets: BTreeMap::new(),
                 });
             }
-            let ss = scrapes.samples(s, family)?;
+            let ss = scrapes.samples_of(s, ids)?;
             let mut p = Point {
                 t,
                 line: s.line,
@@ -113,7 +115,7 @@ pub fn cumulative(
                     (Some(a), Some(b)) => Some(a + b),
                     _ => None,
                 };
-                for (le, c) in x.buckets().into_iter().flatten() {
+                for (le, c) in x.buckets_in_order(&mut cache).into_iter().flatten() {
                     let v = le?;
                     let e = p.buckets.entry(le_key(v)).or_insert((v, 0.0));
                     e.1 += c;

@@ -166,6 +166,7 @@ pub fn detect(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Reset> {
     let names = server.cumulative_families();
     let mut cumulative = Cumulative::new(&names);
     let mut out = Vec::new();
+    let start_ids = read.family(PROCESS_START);
     for (ep, list) in read.by_endpoint() {
         let scrapes: Vec<&Scrape> = list.iter().map(|(s, _)| *s).collect();
         let times: Vec<u64> = list.iter().map(|(_, t)| *t).collect();
@@ -174,7 +175,7 @@ pub fn detect(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Reset> {
         for (i, s) in scrapes.iter().enumerate() {
             let mut restart = None;
             if let Some(v) = read
-                .samples(s, PROCESS_START)
+                .samples_of(s, start_ids)
                 .and_then(|mut x| x.next()?.value())
             {
                 if let Some(prev) = start.filter(|p| (p - v).abs() > 1e-6) {
@@ -278,8 +279,9 @@ pub fn growth(read: &ScrapesRead, endpoint: &str, family: &str, w: Window) -> Op
         .max(first);
     let mut prev: BTreeMap<u32, f64> = BTreeMap::new();
     let (mut growth, mut any) = (0.0, false);
+    let ids = read.family(family);
     for (s, _) in &list[first..=last] {
-        for x in read.samples(s, family).into_iter().flatten() {
+        for x in read.samples_of(s, ids).into_iter().flatten() {
             let Some(v) = x.cumulative() else { continue };
             any = true;
             if let Some(p) = prev.insert(x.labels_id(), v) {

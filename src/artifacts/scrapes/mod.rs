@@ -28,6 +28,7 @@ mod store;
 
 use block::{Block, Problem};
 pub use block::{Interest, Labels};
+pub use store::BucketCache;
 use store::Store;
 
 /// File name.
@@ -128,6 +129,12 @@ impl<'a> Sample<'a> {
     pub fn buckets(&self) -> Option<Vec<(Option<f64>, f64)>> {
         self.store.buckets(self.row)
     }
+
+    /// [`Sample::buckets`], for a reader going through a series' scrapes in
+    /// order: each decoded from the one before, kept in `cache`.
+    pub fn buckets_in_order(&self, cache: &mut BucketCache) -> Option<Vec<(Option<f64>, f64)>> {
+        self.store.buckets_in_order(self.row, cache)
+    }
 }
 
 /// Scrapes in file order plus per-line problems.
@@ -195,7 +202,12 @@ impl ScrapesRead {
 
     /// The samples of the family named exactly `name`, if the scrape has it.
     pub fn exactly(&self, s: &Scrape, name: &str) -> Option<Samples<'_>> {
-        let id = self.store.family_id(name)?;
+        self.group(s, self.store.family_id(name)?)
+    }
+
+    /// The samples of family `id` ([`ScrapesRead::families_by_id`]), if the
+    /// scrape has it.
+    pub fn group(&self, s: &Scrape, id: u32) -> Option<Samples<'_>> {
         let groups = &self.store.groups[s.groups.0 as usize..s.groups.1 as usize];
         let g = groups.iter().find(|g| g.family == id)?;
         Some(Samples {
@@ -207,9 +219,22 @@ impl ScrapesRead {
     /// The samples of a family, found by its name with or without `_total`
     /// (prometheus_client strips it from counter families, AIPerf keeps it).
     pub fn samples(&self, s: &Scrape, name: &str) -> Option<Samples<'_>> {
+        self.samples_of(s, self.family(name))
+    }
+
+    /// The ids of a family named with or without `_total`, looked up once
+    /// for [`ScrapesRead::samples_of`].
+    pub fn family(&self, name: &str) -> [Option<u32>; 2] {
         let bare = crate::frameworks::canonical(name);
-        self.exactly(s, bare)
-            .or_else(|| self.exactly(s, &format!("{bare}_total")))
+        [
+            self.store.family_id(bare),
+            self.store.family_id(&format!("{bare}_total")),
+        ]
+    }
+
+    /// [`ScrapesRead::samples`] of a family found by [`ScrapesRead::family`].
+    pub fn samples_of(&self, s: &Scrape, ids: [Option<u32>; 2]) -> Option<Samples<'_>> {
+        ids.into_iter().flatten().find_map(|id| self.group(s, id))
     }
 
     /// Bytes the columns hold.
@@ -262,33 +287,48 @@ impl ScrapesRead {
     }
 }
 
-/// Whether a family only grows: typed so by the export, or (without types)
-/// a histogram.
-fn grows(cumulative: &BTreeSet<String>, family: &str, sample: &Sample) -> bool {
-    if cumulative.is_empty() {
-        sample.count().is_some()
-    } else {
-        cumulative.contains(crate::frameworks::canonical(family))
-    }
-}
-
-/// How many cumulative series go down along an order.
+/// How many cumulative series go down along an order: those the export
+/// types as counters or histograms, or (without types) histograms.
 fn drops(read: &ScrapesRead, list: &[(&Scrape, u64)]) -> usize {
-    list.windows(2)
-        .map(|w| {
-            let (a, b) = (w[0].0, w[1].0);
-            read.families(b)
-                .flat_map(|(fam, samples)| samples.map(move |x| (fam, x)))
-                .filter(|(fam, x)| grows(&read.cumulative, fam, x))
-                .filter(|(fam, x)| {
-                    let before = read.exactly(a, fam).and_then(|mut ys| {
-                        ys.find(|y| y.labels_id() == x.labels_id())?.cumulative()
-                    });
-                    matches!((before, x.cumulative()), (Some(p), Some(v)) if v < p)
-                })
-                .count()
-        })
-        .sum()
+    // Whether each family (by id) only grows, decided once per family; an
+    // untyped export leaves it to each sample (histograms grow).
+    let typed: Vec<bool> = (0..read.store.family_count() as u32)
+        .map(|id| read.cumulative.contains(crate::frameworks::canonical(read.store.family(id))))
+        .collect();
+    let untyped = read.cumulative.is_empty();
+    let mut n = 0;
+    for w in list.windows(2) {
+        let (a, b) = (w[0].0, w[1].0);
+        let before_groups = &read.store.groups[a.groups.0 as usize..a.groups.1 as usize];
+        for (gi, (id, _, samples)) in read.families_by_id(b).enumerate() {
+            if !untyped && !typed[id as usize] {
+                continue;
+            }
+            // Usually the family at the same place; else searched.
+            let before = match before_groups.get(gi) {
+                Some(g) if g.family == id => Some(g.rows),
+                _ => before_groups.iter().find(|g| g.family == id).map(|g| g.rows),
+            };
+            for (k, x) in samples.enumerate() {
+                if untyped && x.count().is_none() {
+                    continue;
+                }
+                let prev = before.and_then(|(r0, r1)| {
+                    let rows = r0..r1;
+                    // Usually the series at the same place; else searched.
+                    let same = (r0 + (k as u32) < r1)
+                        .then_some(r0 + k as u32)
+                        .filter(|r| read.store.rows[*r as usize].labels == x.labels_id());
+                    same.or_else(|| {
+                        rows.clone().find(|r| read.store.rows[*r as usize].labels == x.labels_id())
+                    })
+                });
+                let prev = prev.and_then(|r| read.store.cumulative(r));
+                n += usize::from(matches!((prev, x.cumulative()), (Some(p), Some(v)) if v < p));
+            }
+        }
+    }
+    n
 }
 
 /// Sorts one endpoint's scrapes into state order and sets each one's state

@@ -24,6 +24,11 @@ const HAS_VALUE: u8 = 1;
 const HAS_COUNT: u8 = 2;
 const HAS_SUM: u8 = 4;
 
+/// The last decoded bucket counts of the rows a reader went through
+/// ([`Store::buckets_in_order`]).
+#[derive(Debug, Default)]
+pub struct BucketCache(HashMap<u32, Vec<f64>>);
+
 /// One family's samples in one scrape: a range of rows.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Group {
@@ -335,6 +340,11 @@ impl Store {
         &self.endpoints[id as usize]
     }
 
+    /// How many families.
+    pub fn family_count(&self) -> usize {
+        self.families.len()
+    }
+
     /// A family's name.
     pub fn family(&self, id: u32) -> &str {
         &self.families[id as usize]
@@ -389,6 +399,43 @@ impl Store {
         }
         let les = &self.bounds[r.bounds as usize];
         let counts = self.decode(i, les.len());
+        Some(les.iter().copied().zip(counts).collect())
+    }
+
+    /// [`Store::buckets`], reading a series' rows in order: a change is
+    /// applied to its row before, kept in `cache` from the last call,
+    /// instead of decoded from the last whole row.
+    pub fn buckets_in_order(
+        &self,
+        i: u32,
+        cache: &mut BucketCache,
+    ) -> Option<Vec<(Option<f64>, f64)>> {
+        let r = &self.rows[i as usize];
+        if r.buckets == NONE {
+            return None;
+        }
+        let les = &self.bounds[r.bounds as usize];
+        let a = &self.arena;
+        let mut at = r.buckets as usize;
+        let counts = if a[at] == 1 {
+            at += 1;
+            let back = u32::from_le_bytes(a[at..at + 4].try_into().unwrap_or_default());
+            at += 4;
+            let mut counts = match cache.0.remove(&(i - back)) {
+                Some(c) if c.len() == les.len() => c,
+                _ => self.decode(i - back, les.len()),
+            };
+            for c in counts.iter_mut() {
+                *c += get_varint(a, &mut at) as f64;
+            }
+            counts
+        } else {
+            self.decode(i, les.len())
+        };
+        if cache.0.len() > 4096 {
+            cache.0.clear();
+        }
+        cache.0.insert(i, counts.clone());
         Some(les.iter().copied().zip(counts).collect())
     }
 
