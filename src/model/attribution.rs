@@ -53,7 +53,35 @@ pub struct Point {
     pub count: f64,
     /// Cumulative sum (histograms; `None` for counters).
     pub sum: Option<f64>,
-    buckets: BTreeMap<u64, (f64, f64)>, // le bits (ordered by value) -> (le, count)
+    buckets: Buckets,
+}
+
+/// A point's buckets: `(le bits, le, count)` in `le` order (bits of
+/// non-negative floats order as their values), summed over series. A
+/// sorted vector: the series of one family share their bounds, so adding
+/// is mostly appending, and a point holds no tree of its own.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Buckets(Vec<(u64, f64, f64)>);
+
+impl Buckets {
+    fn add(&mut self, le: f64, c: f64) {
+        let key = le_key(le);
+        match self.0.binary_search_by_key(&key, |x| x.0) {
+            Ok(i) => self.0[i].2 += c,
+            Err(i) => self.0.insert(i, (key, le, c)),
+        }
+    }
+
+    fn get(&self, le: f64) -> Option<f64> {
+        let key = le_key(le);
+        let i = self.0.binary_search_by_key(&key, |x| x.0).ok()?;
+        Some(self.0[i].2)
+    }
+
+    /// `(le, count)` in `le` order.
+    fn values(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.0.iter().map(|x| (x.1, x.2))
+    }
 }
 
 impl Point {
@@ -98,7 +126,7 @@ pub fn cumulative(
                     line: s.line,
                     count: 0.0,
                     sum: Some(0.0),
-                    buckets: BTreeMap::new(),
+                    buckets: Buckets::default(),
                 });
             }
             let ss = scrapes.samples_of(s, ids)?;
@@ -107,7 +135,7 @@ pub fn cumulative(
                 line: s.line,
                 count: 0.0,
                 sum: Some(0.0),
-                buckets: BTreeMap::new(),
+                buckets: Buckets::default(),
             };
             for x in ss.filter(|x| keep(x.labels())) {
                 p.count += x.cumulative()?;
@@ -116,9 +144,7 @@ pub fn cumulative(
                     _ => None,
                 };
                 for (le, c) in x.buckets_in_order(&mut cache).into_iter().flatten() {
-                    let v = le?;
-                    let e = p.buckets.entry(le_key(v)).or_insert((v, 0.0));
-                    e.1 += c;
+                    p.buckets.add(le?, c);
                 }
             }
             Some(p)
@@ -528,13 +554,13 @@ fn increment_ranges(a: &Point, b: &Point, k: usize, dsum: f64) -> Vec<(f64, f64,
     let mut ranges = Vec::with_capacity(k);
     let (mut prev_le, mut prev_c) = (0.0, 0.0);
     for (le, c) in b.buckets.values() {
-        let before = a.buckets.get(&le_key(*le)).map_or(0.0, |x| x.1);
+        let before = a.buckets.get(le).unwrap_or(0.0);
         let cum = c - before;
         // Bucket deltas beyond the count delta are inconsistent input: never
         // more ranges than increments.
         let n = ((cum - prev_c).round().max(0.0) as usize).min(k - ranges.len());
-        ranges.extend(std::iter::repeat_n((prev_le, *le, Some(*le)), n));
-        prev_le = *le;
+        ranges.extend(std::iter::repeat_n((prev_le, le, Some(le)), n));
+        prev_le = le;
         prev_c = cum;
     }
     ranges.resize(k, (0.0, f64::INFINITY, None));
