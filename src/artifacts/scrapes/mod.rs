@@ -5,7 +5,7 @@
 //! which is what lets the phase check repair a contaminated split.
 //!
 //! The file can be gigabytes (an hour of scrapes of two endpoints is
-//! 300 MB), so it is never held: it is read in blocks of about 4 MiB cut at
+//! 300 MB), so it is never held: it is read in blocks of about 2 MiB cut at
 //! line ends, each scanned by a rayon worker ([`scan`], with serde's
 //! [`reference`] reading for the lines the scanner gives up on, so a bad
 //! line's finding names its line and field), and merged in file order into
@@ -35,7 +35,7 @@ use store::Store;
 pub const FILE: &str = "server_metrics_export.jsonl";
 
 /// Bytes a block of lines aims at.
-const BLOCK_BYTES: usize = 4 << 20;
+const BLOCK_BYTES: usize = 2 << 20;
 
 /// One scrape of one endpoint.
 #[derive(Debug, Clone, PartialEq)]
@@ -389,7 +389,7 @@ pub fn read_with(
         size,
         ..Merge::default()
     };
-    let batch = 2 * rayon::current_num_threads().max(1);
+    let batch = rayon::current_num_threads().max(1);
     let mut chunks = src.batch(batch)?;
     // Two sets of blocks: one scanned while the other is merged; each
     // block's allocations reused from chunk to chunk.
