@@ -4,10 +4,14 @@ run repeated, each copy with fresh x_request_id / session_num / conversation
 ids, until profile_export.jsonl reaches the requested size. The other
 artifacts are copied as they are.
 
-    python3 benches/make_big_run.py SAMPLE_RUN OUT_DIR SIZE_MB [--shift-times] [--shuffle-metrics]
+    python3 benches/make_big_run.py SAMPLE_RUN OUT_DIR SIZE_MB [--repeat-times] [--shuffle-metrics]
 
---shift-times      each copy of the sample starts after the one before ends
-                   (one long run, distinct times) instead of repeating its times
+By default each copy of the sample starts after the one before ends (one
+long run, distinct times, as a real long run has).
+
+--repeat-times     every copy keeps the sample's times (the input repeats a
+                   few dozen timestamps: the benchmark before issue 17;
+                   --shift-times, the old name of the default, is accepted)
 --shuffle-metrics  each record's metric keys in a random order (seeded), so no
                    two lines have one shape: the reader's worst case
 """
@@ -80,13 +84,13 @@ def write_records(src, path, target_bytes=None, count=None, shift=False, shuffle
 def main(args):
     flags = {a for a in args if a.startswith("--")}
     src, out, size_mb = [a for a in args if not a.startswith("--")]
-    unknown = flags - {"--shift-times", "--shuffle-metrics"}
+    unknown = flags - {"--shift-times", "--repeat-times", "--shuffle-metrics"}
     if unknown:
         sys.exit(f"unknown option(s): {', '.join(sorted(unknown))}")
     copy_artifacts(src, out, {"profile_export.jsonl"})
     write_records(src, os.path.join(out, "profile_export.jsonl"),
                   target_bytes=int(size_mb) * 1024 * 1024,
-                  shift="--shift-times" in flags, shuffle="--shuffle-metrics" in flags)
+                  shift="--repeat-times" not in flags, shuffle="--shuffle-metrics" in flags)
 
 
 if __name__ == "__main__":

@@ -293,7 +293,10 @@ fn drops(read: &ScrapesRead, list: &[(&Scrape, u64)]) -> usize {
     // Whether each family (by id) only grows, decided once per family; an
     // untyped export leaves it to each sample (histograms grow).
     let typed: Vec<bool> = (0..read.store.family_count() as u32)
-        .map(|id| read.cumulative.contains(crate::frameworks::canonical(read.store.family(id))))
+        .map(|id| {
+            read.cumulative
+                .contains(crate::frameworks::canonical(read.store.family(id)))
+        })
         .collect();
     let untyped = read.cumulative.is_empty();
     let mut n = 0;
@@ -307,7 +310,10 @@ fn drops(read: &ScrapesRead, list: &[(&Scrape, u64)]) -> usize {
             // Usually the family at the same place; else searched.
             let before = match before_groups.get(gi) {
                 Some(g) if g.family == id => Some(g.rows),
-                _ => before_groups.iter().find(|g| g.family == id).map(|g| g.rows),
+                _ => before_groups
+                    .iter()
+                    .find(|g| g.family == id)
+                    .map(|g| g.rows),
             };
             for (k, x) in samples.enumerate() {
                 if untyped && x.count().is_none() {
@@ -320,7 +326,8 @@ fn drops(read: &ScrapesRead, list: &[(&Scrape, u64)]) -> usize {
                         .then_some(r0 + k as u32)
                         .filter(|r| read.store.rows[*r as usize].labels == x.labels_id());
                     same.or_else(|| {
-                        rows.clone().find(|r| read.store.rows[*r as usize].labels == x.labels_id())
+                        rows.clone()
+                            .find(|r| read.store.rows[*r as usize].labels == x.labels_id())
                     })
                 });
                 let prev = prev.and_then(|r| read.store.cumulative(r));
