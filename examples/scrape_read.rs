@@ -24,17 +24,16 @@ fn main() {
     let rounds: usize = args.next().map_or(3, |r| r.parse().expect("rounds"));
     let size = std::fs::metadata(&path).expect("file").len() as f64;
     let export = std::path::Path::new(&path).with_file_name("server_metrics_export.json");
-    let interest =
-        std::fs::read(&export)
-            .ok()
-            .and_then(|b| {
-                serde_json::from_slice::<
+    let interest = std::fs::read(&export)
+        .ok()
+        .and_then(|b| {
+            serde_json::from_slice::<
                     artifact_check::artifacts::server_metrics::ServerMetricsExport,
                 >(&b)
                 .ok()
-            })
-            .map(|e| e.scrape_interest())
-            .unwrap_or_default();
+        })
+        .map(|e| e.scrape_interest())
+        .unwrap_or_default();
     for _ in 0..rounds {
         let t = Instant::now();
         let file = std::fs::File::open(&path).expect("open");

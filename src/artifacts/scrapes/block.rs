@@ -8,8 +8,6 @@ use std::collections::{BTreeMap, BTreeSet};
 /// these short keys.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
-use super::reference::RawScrape;
-
 /// Labels of one series.
 pub type Labels = BTreeMap<String, String>;
 
@@ -117,9 +115,9 @@ pub struct Block {
     /// Lines that could not be read.
     pub problems: Vec<Problem>,
     /// Line shapes learnt ([`super::scan`]).
-    pub shapes: Vec<super::scan::Shape>,
+    pub shapes: Vec<Shape>,
     /// The numbers of the line being scanned.
-    pub slots: Vec<super::scan::Slot>,
+    pub slots: Vec<Slot>,
     /// Scratch of the shapes' diff.
     pub moved: Vec<(u32, u32)>,
     /// Rows and counts before the line being scanned.
@@ -262,48 +260,57 @@ impl Block {
         self.last_bounds[f] = id;
         Some(id)
     }
+}
 
-    /// Adds a scrape read by serde (families in name order, as the map
-    /// holds them; the gauges the checks do not read dropped).
-    pub fn push_raw(&mut self, s: RawScrape, line: u64, interest: &Interest) {
-        let endpoint = self.endpoint(&s.endpoint_url);
-        let first_group = self.groups.len() as u32;
-        for (name, samples) in s.metrics {
-            let Some(fam) = self.family(&name, interest) else {
-                continue;
-            };
-            let start = self.rows.len() as u32;
-            for x in samples {
-                let labels = self.add_labels(x.labels, None);
-                let (bounds, counts) = match x.buckets {
-                    None => (NONE, (0, 0)),
-                    Some(b) => {
-                        let les: Vec<&str> = b.keys().map(String::as_str).collect();
-                        let id = self.bounds_id(fam, &les).unwrap_or(NONE);
-                        let from = self.counts.len() as u32;
-                        self.counts.extend(b.values());
-                        (id, (from, self.counts.len() as u32))
-                    }
-                };
-                self.rows.push(LineRow {
-                    labels,
-                    value: x.value,
-                    count: x.count,
-                    sum: x.sum,
-                    bounds,
-                    counts,
-                    series: NONE,
-                });
-            }
-            self.groups.push((fam, start, self.rows.len() as u32));
-        }
-        self.scrapes.push(LineScrape {
-            line,
-            endpoint,
-            timestamp_ns: s.timestamp_ns,
-            request_sent_ns: s.request_sent_ns,
-            groups: (first_group, self.groups.len() as u32),
-        });
-        self.name_series();
-    }
+// --- Line shapes (read and written by `scan.rs`) ----------------------------------
+
+/// Where a number of a line goes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kind {
+    /// `timestamp_ns`.
+    Time,
+    /// `request_sent_ns`.
+    Sent,
+    /// A row's value, count or sum (`index`: the row in the line).
+    Value,
+    /// See [`Kind::Value`].
+    Count,
+    /// See [`Kind::Value`].
+    Sum,
+    /// A bucket count (`index`: the count in the line).
+    Bucket,
+    /// Read (validated) and dropped: a family the checks do not read.
+    Dropped,
+}
+
+/// One number of a line: its extent and where it goes.
+#[derive(Debug, Clone, Copy)]
+pub struct Slot {
+    /// Where its text starts in the line.
+    pub start: u32,
+    /// Where it ends.
+    pub end: u32,
+    /// Where it goes.
+    pub kind: Kind,
+    /// Which row or count of the line.
+    pub index: u32,
+}
+
+/// A line read by the scanner, as a template for lines like it.
+#[derive(Debug, Default)]
+pub struct Shape {
+    /// The line's text (the bytes between its numbers are compared).
+    pub text: Vec<u8>,
+    /// Its numbers.
+    pub slots: Vec<Slot>,
+    /// Their values (`u64`s as they are, `f64`s as bits).
+    pub values: Vec<u64>,
+    /// Endpoint (block id).
+    pub endpoint: u32,
+    /// (family, first row, end row), rows counted in the line.
+    pub groups: Vec<(u32, u32, u32)>,
+    /// Rows, counts ranges counted in the line.
+    pub rows: Vec<LineRow>,
+    /// Bucket counts of the line.
+    pub counts: u32,
 }

@@ -21,21 +21,25 @@ use rayon::prelude::*;
 use crate::artifacts::records::MAX_LINE_BYTES;
 use crate::findings::{not_listed, reading, Finding, MAX_LISTED};
 
+#[cfg(any(test, feature = "fuzzing"))]
+mod agree;
 mod block;
 mod reference;
 mod scan;
+mod source;
 mod store;
 
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub use agree::assert_agrees;
 use block::{Block, Problem};
 pub use block::{Interest, Labels};
+use source::{Chunk, Source};
 pub use store::BucketCache;
 use store::Store;
 
 /// File name.
 pub const FILE: &str = "server_metrics_export.jsonl";
-
-/// Bytes a block of lines aims at.
-const BLOCK_BYTES: usize = 2 << 20;
 
 /// One scrape of one endpoint.
 #[derive(Debug, Clone, PartialEq)]
@@ -385,12 +389,7 @@ pub fn read_with(
     interest: &Interest,
     size: Option<u64>,
 ) -> std::io::Result<ScrapesRead> {
-    let mut src = Source {
-        input,
-        carry: Vec::new(),
-        eof: false,
-        spare: Vec::new(),
-    };
+    let mut src = Source::new(input);
     let mut out = ScrapesRead::default();
     let mut merge = Merge {
         size,
@@ -425,96 +424,6 @@ pub fn read_with(
     }
     merge.finish(&mut out);
     Ok(out)
-}
-
-/// Lines cut from the input: whole lines (the last one unterminated only
-/// at the end), or a line too long to keep, skipped.
-enum Chunk {
-    Lines(Vec<u8>),
-    TooLong,
-}
-
-/// The input, cut into chunks at line ends.
-struct Source<R> {
-    input: R,
-    /// The start of a line the last chunk did not finish.
-    carry: Vec<u8>,
-    eof: bool,
-    /// Buffers to reuse.
-    spare: Vec<Vec<u8>>,
-}
-
-impl<R: Read> Source<R> {
-    /// Up to `n` chunks.
-    fn batch(&mut self, n: usize) -> std::io::Result<Vec<Chunk>> {
-        let mut out = Vec::with_capacity(n);
-        while out.len() < n {
-            match self.next_chunk()? {
-                Some(c) => out.push(c),
-                None => break,
-            }
-        }
-        Ok(out)
-    }
-
-    fn recycle(&mut self, c: Chunk) {
-        if let Chunk::Lines(b) = c {
-            if b.capacity() <= 2 * BLOCK_BYTES {
-                self.spare.push(b);
-            }
-        }
-    }
-
-    /// Reads up to `want` more bytes onto `buf`: how many (0 at the end).
-    fn more(&mut self, buf: &mut Vec<u8>, want: usize) -> std::io::Result<usize> {
-        buf.reserve(want);
-        let n = (&mut self.input).take(want as u64).read_to_end(buf)?;
-        self.eof |= n == 0;
-        Ok(n)
-    }
-
-    /// The next chunk: about [`BLOCK_BYTES`] of whole lines.
-    fn next_chunk(&mut self) -> std::io::Result<Option<Chunk>> {
-        let mut buf = self.spare.pop().unwrap_or_default();
-        buf.clear();
-        buf.extend_from_slice(&self.carry);
-        self.carry.clear();
-        // Bytes searched for a line end without finding one.
-        let mut searched = 0;
-        loop {
-            if buf.len() < BLOCK_BYTES && !self.eof {
-                let want = BLOCK_BYTES - buf.len();
-                self.more(&mut buf, want)?;
-                continue;
-            }
-            if self.eof {
-                return Ok((!buf.is_empty()).then_some(Chunk::Lines(buf)));
-            }
-            if let Some(i) = memchr::memrchr(b'\n', &buf[searched..]) {
-                let end = searched + i + 1;
-                self.carry.extend_from_slice(&buf[end..]);
-                buf.truncate(end);
-                return Ok(Some(Chunk::Lines(buf)));
-            }
-            searched = buf.len();
-            if buf.len() > MAX_LINE_BYTES {
-                // One line past the limit: consumed through its end, not kept.
-                loop {
-                    buf.clear();
-                    if self.more(&mut buf, BLOCK_BYTES)? == 0 {
-                        break;
-                    }
-                    if let Some(i) = memchr::memchr(b'\n', &buf) {
-                        self.carry.extend_from_slice(&buf[i + 1..]);
-                        break;
-                    }
-                }
-                self.recycle(Chunk::Lines(buf));
-                return Ok(Some(Chunk::TooLong));
-            }
-            self.more(&mut buf, BLOCK_BYTES)?;
-        }
-    }
 }
 
 /// Reads a chunk's lines (numbered from 1 in the block) into the empty
@@ -618,7 +527,7 @@ impl Merge {
                     base + b.scrapes[0].line
                 );
                 out.findings.push(
-                    Finding::new(reading::OVERSIZED_LINE, text)
+                    Finding::new(reading::UNREADABLE_FILE, text)
                         .file(FILE)
                         .line(base + b.scrapes[0].line),
                 );
@@ -654,118 +563,6 @@ impl Merge {
         out.store.finish(&groups);
         out.scrapes.shrink_to_fit();
     }
-}
-
-/// One scrape as plain data: endpoint, times, and per family (in name
-/// order) each sample's labels, value, count, sum and buckets (by bound
-/// text order).
-#[cfg(any(test, feature = "fuzzing"))]
-type Plain = (String, u64, Option<u64>, Vec<(String, Vec<PlainSample>)>);
-
-#[cfg(any(test, feature = "fuzzing"))]
-type PlainSample = (
-    Labels,
-    Option<f64>,
-    Option<f64>,
-    Option<f64>,
-    Option<Vec<(Option<u64>, f64)>>,
-);
-
-#[cfg(any(test, feature = "fuzzing"))]
-fn plain_buckets(mut b: Vec<(Option<f64>, f64)>) -> Vec<(Option<u64>, f64)> {
-    let mut out: Vec<(Option<u64>, f64)> = b
-        .drain(..)
-        .map(|(le, c)| (le.map(f64::to_bits), c))
-        .collect();
-    out.sort_by(|x, y| x.0.cmp(&y.0).then(x.1.total_cmp(&y.1)));
-    out
-}
-
-/// Panics unless every line of `data` reads the same through the reader
-/// (scanner, columns, bucket coding) as through serde alone: the same
-/// scrapes with the same samples, the same bad lines.
-#[cfg(any(test, feature = "fuzzing"))]
-#[doc(hidden)]
-pub fn assert_agrees(data: &[u8]) {
-    let Ok(read) = read_from(data) else { return };
-    let mut expected: Vec<(u64, Plain)> = Vec::new();
-    let mut bad = 0usize;
-    for (i, raw_line) in data.split(|b| *b == b'\n').enumerate() {
-        let line = raw_line.trim_ascii();
-        if line.is_empty() || raw_line.len() > MAX_LINE_BYTES {
-            bad += usize::from(raw_line.len() > MAX_LINE_BYTES);
-            continue;
-        }
-        let mut de = serde_json::Deserializer::from_slice(line);
-        let parsed = serde_path_to_error::deserialize::<_, reference::RawScrape>(&mut de);
-        match parsed {
-            Ok(s) if de.end().is_ok() => {
-                let fams = s
-                    .metrics
-                    .into_iter()
-                    .map(|(name, xs)| {
-                        let xs = xs
-                            .into_iter()
-                            .map(|x| {
-                                let b = x.buckets.map(|m| {
-                                    plain_buckets(
-                                        m.into_iter()
-                                            .map(|(le, c)| (crate::stats::le_value(&le), c))
-                                            .collect(),
-                                    )
-                                });
-                                (x.labels, x.value, x.count, x.sum, b)
-                            })
-                            .collect();
-                        (name, xs)
-                    })
-                    .collect();
-                let plain = (s.endpoint_url, s.timestamp_ns, s.request_sent_ns, fams);
-                expected.push((i as u64 + 1, plain));
-            }
-            _ => bad += 1,
-        }
-    }
-    let got: Vec<(u64, Plain)> = read
-        .scrapes
-        .iter()
-        .map(|s| {
-            let fams = read
-                .families(s)
-                .map(|(name, xs)| {
-                    let xs = xs
-                        .map(|x| {
-                            let b = x.buckets().map(plain_buckets);
-                            (x.labels().clone(), x.value(), x.count(), x.sum(), b)
-                        })
-                        .collect();
-                    (name.to_string(), xs)
-                })
-                .collect();
-            (
-                s.line,
-                (
-                    read.endpoint(s).to_string(),
-                    s.timestamp_ns,
-                    s.request_sent_ns,
-                    fams,
-                ),
-            )
-        })
-        .collect();
-    assert_eq!(got.len(), expected.len(), "scrapes read");
-    for (g, e) in got.iter().zip(&expected) {
-        assert!(
-            format!("{g:?}") == format!("{e:?}"),
-            "line {}: read {g:?}\nserde {e:?}",
-            e.0
-        );
-    }
-    let findings = read.findings.iter().filter(|f| f.line.is_some()).count();
-    assert!(
-        bad.min(MAX_LISTED) <= findings + 1,
-        "{bad} bad lines, {findings} findings"
-    );
 }
 
 #[cfg(test)]

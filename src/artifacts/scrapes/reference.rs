@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::block::{Block, Interest, Problem};
+use super::block::{Block, Interest, LineRow, LineScrape, Problem, NONE};
 use crate::findings::reading;
 
 objects_only!(RawSample, RawScrape);
@@ -73,7 +73,7 @@ pub fn read_line(text: &[u8], line: u64, terminated: bool, block: &mut Block, in
         }
     }
     match parsed {
-        Ok(s) => block.push_raw(s, line, interest),
+        Ok(s) => push_raw(block, s, line, interest),
         Err(e) => {
             // A truncation when the input ended inside the line.
             let code = if e.inner().is_eof() && !terminated {
@@ -89,4 +89,48 @@ pub fn read_line(text: &[u8], line: u64, terminated: bool, block: &mut Block, in
             });
         }
     }
+}
+
+/// Adds a scrape read by serde (families in name order, as the map
+/// holds them; the gauges the checks do not read dropped).
+fn push_raw(block: &mut Block, s: RawScrape, line: u64, interest: &Interest) {
+    let endpoint = block.endpoint(&s.endpoint_url);
+    let first_group = block.groups.len() as u32;
+    for (name, samples) in s.metrics {
+        let Some(fam) = block.family(&name, interest) else {
+            continue;
+        };
+        let start = block.rows.len() as u32;
+        for x in samples {
+            let labels = block.add_labels(x.labels, None);
+            let (bounds, counts) = match x.buckets {
+                None => (NONE, (0, 0)),
+                Some(b) => {
+                    let les: Vec<&str> = b.keys().map(String::as_str).collect();
+                    let id = block.bounds_id(fam, &les).unwrap_or(NONE);
+                    let from = block.counts.len() as u32;
+                    block.counts.extend(b.values());
+                    (id, (from, block.counts.len() as u32))
+                }
+            };
+            block.rows.push(LineRow {
+                labels,
+                value: x.value,
+                count: x.count,
+                sum: x.sum,
+                bounds,
+                counts,
+                series: NONE,
+            });
+        }
+        block.groups.push((fam, start, block.rows.len() as u32));
+    }
+    block.scrapes.push(LineScrape {
+        line,
+        endpoint,
+        timestamp_ns: s.timestamp_ns,
+        request_sent_ns: s.request_sent_ns,
+        groups: (first_group, block.groups.len() as u32),
+    });
+    block.name_series();
 }

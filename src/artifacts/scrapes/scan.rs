@@ -15,57 +15,12 @@
 //! reads to the same rows with its own numbers: a comparison of the bytes
 //! and a number scan per number, instead of a walk of the grammar.
 
-use super::block::{Block, Interest, Labels, LineRow, LineScrape, NONE};
+use super::block::{Block, Interest, Kind, Labels, LineRow, LineScrape, Shape, Slot, NONE};
 use crate::artifacts::cursor::Cursor;
 
 /// Shapes a block keeps (most recently used first): one per endpoint of
 /// a usual deployment.
 const SHAPES: usize = 8;
-
-/// Where a number of a line goes.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Kind {
-    /// `timestamp_ns`.
-    Time,
-    /// `request_sent_ns`.
-    Sent,
-    /// A row's value, count or sum (`index`: the row in the line).
-    Value,
-    /// See [`Kind::Value`].
-    Count,
-    /// See [`Kind::Value`].
-    Sum,
-    /// A bucket count (`index`: the count in the line).
-    Bucket,
-    /// Read (validated) and dropped: a family the checks do not read.
-    Dropped,
-}
-
-/// One number of a line: its extent and where it goes.
-#[derive(Debug, Clone, Copy)]
-pub struct Slot {
-    start: u32,
-    end: u32,
-    kind: Kind,
-    index: u32,
-}
-
-/// A line read by the scanner, as a template for lines like it.
-#[derive(Debug, Default)]
-pub struct Shape {
-    /// The line's text (the bytes between its numbers are compared).
-    text: Vec<u8>,
-    /// Its numbers.
-    slots: Vec<Slot>,
-    /// Their values (`u64`s as they are, `f64`s as bits).
-    values: Vec<u64>,
-    endpoint: u32,
-    /// (family, first row, end row), rows counted in the line.
-    groups: Vec<(u32, u32, u32)>,
-    /// Rows, counts ranges counted in the line.
-    rows: Vec<LineRow>,
-    counts: u32,
-}
 
 /// Reads `line` through a shape a line before it had, if one fits; the
 /// shape then holds this line (the next line of the endpoint differs from
