@@ -132,7 +132,7 @@ fn fill(shape: &Shape, no: u64, block: &mut Block) {
     let (mut ts, mut sent) = (0u64, None);
     block.counts.resize(count0 + shape.counts as usize, 0.0);
     block.rows.extend(shape.rows.iter().map(|r| LineRow {
-        counts: (r.counts.0 + count0 as u32, r.counts.1 + count0 as u32),
+        counts: rebase(r, count0 as u32, true),
         ..r.clone()
     }));
     for (slot, &v) in shape.slots.iter().zip(&shape.values) {
@@ -161,6 +161,16 @@ fn fill(shape: &Shape, no: u64, block: &mut Block) {
         request_sent_ns: sent,
         groups: (group0 as u32, block.groups.len() as u32),
     });
+}
+
+/// A row's counts range moved by `by` (up, or down when not `up`); a row
+/// without buckets keeps its empty range.
+fn rebase(r: &LineRow, by: u32, up: bool) -> (u32, u32) {
+    if r.bounds == NONE {
+        return (0, 0);
+    }
+    let at = |x: u32| if up { x + by } else { x - by };
+    (at(r.counts.0), at(r.counts.1))
 }
 
 /// Keeps the line just read by the scanner (the block's last scrape) as a
@@ -194,7 +204,7 @@ fn learn(line: &str, block: &mut Block, rows: usize, counts: usize, groups: usiz
         rows: block.rows[rows..]
             .iter()
             .map(|r| LineRow {
-                counts: (r.counts.0 - counts as u32, r.counts.1 - counts as u32),
+                counts: rebase(r, counts as u32, false),
                 ..r.clone()
             })
             .collect(),
