@@ -288,4 +288,40 @@ impl<'a> Cursor<'a> {
             _ => self.number().map(drop),
         }
     }
+
+    /// Calls `field` for each key of the object at the cursor, after its
+    /// colon and any whitespace, then eats the closing brace.
+    pub fn fields(
+        &mut self,
+        mut field: impl FnMut(&mut Self, &'a str) -> Option<()>,
+    ) -> Option<()> {
+        self.expect(b'{')?;
+        if self.eat(b'}') {
+            return Some(());
+        }
+        loop {
+            let key = self.string()?;
+            self.expect(b':')?;
+            self.ws();
+            field(self, key)?;
+            if !self.eat(b',') {
+                return self.expect(b'}');
+            }
+        }
+    }
+
+    /// Calls `item` for each element of the array at the cursor, then eats
+    /// the closing bracket.
+    pub fn items(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.expect(b'[')?;
+        if self.eat(b']') {
+            return Some(());
+        }
+        loop {
+            item(self)?;
+            if !self.eat(b',') {
+                return self.expect(b']');
+            }
+        }
+    }
 }

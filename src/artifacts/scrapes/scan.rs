@@ -250,44 +250,36 @@ fn scan_line(line: &str, no: u64, block: &mut Block, interest: &Interest) -> Opt
     let (mut endpoint, mut ts, mut sent) = (None, None, None);
     let (mut phase, mut metrics) = (false, false);
     let first_group = block.groups.len() as u32;
-    c.expect(b'{')?;
-    if !c.eat(b'}') {
-        loop {
-            let key = c.string()?;
-            c.expect(b':')?;
-            c.ws();
-            match key {
-                "endpoint_url" if endpoint.is_none() => endpoint = Some(c.string()?),
-                "timestamp_ns" if ts.is_none() => {
-                    let start = c.i;
-                    ts = Some(c.u64()?);
-                    note(&c, block, start, Kind::Time, 0);
-                }
-                "request_sent_ns" if sent.is_none() => {
-                    let start = c.i;
-                    sent = Some(c.opt_u64()?);
-                    if sent.flatten().is_some() {
-                        note(&c, block, start, Kind::Sent, 0);
-                    }
-                }
-                "benchmark_phase" if !phase => {
-                    phase = true;
-                    c.opt_string()?;
-                }
-                "metrics" if !metrics => {
-                    metrics = true;
-                    families(&mut c, block, interest, &mut les)?;
-                }
-                "endpoint_url" | "timestamp_ns" | "request_sent_ns" | "benchmark_phase"
-                | "metrics" => return None,
-                _ => other(&mut c, block)?,
+    c.fields(|c, key| {
+        match key {
+            "endpoint_url" if endpoint.is_none() => endpoint = Some(c.string()?),
+            "timestamp_ns" if ts.is_none() => {
+                let start = c.i;
+                ts = Some(c.u64()?);
+                note(c, block, start, Kind::Time, 0);
             }
-            if !c.eat(b',') {
-                c.expect(b'}')?;
-                break;
+            "request_sent_ns" if sent.is_none() => {
+                let start = c.i;
+                sent = Some(c.opt_u64()?);
+                if sent.flatten().is_some() {
+                    note(c, block, start, Kind::Sent, 0);
+                }
             }
+            "benchmark_phase" if !phase => {
+                phase = true;
+                c.opt_string()?;
+            }
+            "metrics" if !metrics => {
+                metrics = true;
+                families(c, block, interest, &mut les)?;
+            }
+            "endpoint_url" | "timestamp_ns" | "request_sent_ns" | "benchmark_phase" | "metrics" => {
+                return None
+            }
+            _ => other(c, block)?,
         }
-    }
+        Some(())
+    })?;
     c.ws();
     if c.i != c.b.len() {
         return None;
@@ -326,36 +318,19 @@ fn families<'a>(
     les: &mut Vec<&'a str>,
 ) -> Option<()> {
     let first = block.groups.len();
-    c.expect(b'{')?;
-    if c.eat(b'}') {
-        return Some(());
-    }
-    loop {
-        let name = c.string()?;
-        c.expect(b':')?;
+    c.fields(|c, name| {
         let fam = block.family(name, interest);
         // A family written twice: serde keeps the last; left to it.
         if fam.is_some_and(|f| block.groups[first..].iter().any(|g| g.0 == f)) {
             return None;
         }
         let start = block.rows.len() as u32;
-        c.expect(b'[')?;
-        if !c.eat(b']') {
-            loop {
-                sample(c, block, fam, les)?;
-                if !c.eat(b',') {
-                    c.expect(b']')?;
-                    break;
-                }
-            }
-        }
+        c.items(|c| sample(c, block, fam, les))?;
         if let Some(f) = fam {
             block.groups.push((f, start, block.rows.len() as u32));
         }
-        if !c.eat(b',') {
-            return c.expect(b'}');
-        }
-    }
+        Some(())
+    })
 }
 
 /// One sample object of family `fam`; stored when the family is kept.
@@ -367,30 +342,21 @@ fn sample<'a>(
 ) -> Option<()> {
     let (mut labels, mut value, mut count, mut sum, mut buckets) = (None, None, None, None, None);
     let row = block.rows.len() - block.line_rows;
-    c.expect(b'{')?;
-    if !c.eat(b'}') {
-        loop {
-            let key = c.string()?;
-            c.expect(b':')?;
-            c.ws();
-            match key {
-                "labels" if labels.is_none() => labels = Some(label_set(c, block)?),
-                "buckets" if buckets.is_none() => {
-                    buckets = Some(bucket_map(c, block, fam, les)?);
-                }
-                "value" if value.is_none() => value = Some(noted(c, block, fam, Kind::Value, row)?),
-                "count" if count.is_none() => count = Some(noted(c, block, fam, Kind::Count, row)?),
-                "sum" if sum.is_none() => sum = Some(noted(c, block, fam, Kind::Sum, row)?),
-                // A field written twice: serde's error.
-                "labels" | "buckets" | "value" | "count" | "sum" => return None,
-                _ => other(c, block)?,
+    c.fields(|c, key| {
+        match key {
+            "labels" if labels.is_none() => labels = Some(label_set(c, block)?),
+            "buckets" if buckets.is_none() => {
+                buckets = Some(bucket_map(c, block, fam, les)?);
             }
-            if !c.eat(b',') {
-                c.expect(b'}')?;
-                break;
-            }
+            "value" if value.is_none() => value = Some(noted(c, block, fam, Kind::Value, row)?),
+            "count" if count.is_none() => count = Some(noted(c, block, fam, Kind::Count, row)?),
+            "sum" if sum.is_none() => sum = Some(noted(c, block, fam, Kind::Sum, row)?),
+            // A field written twice: serde's error.
+            "labels" | "buckets" | "value" | "count" | "sum" => return None,
+            _ => other(c, block)?,
         }
-    }
+        Some(())
+    })?;
     if fam.is_some() {
         let labels = match labels {
             Some(l) => l,
@@ -421,22 +387,14 @@ fn empty_labels(block: &mut Block) -> u32 {
 fn label_set(c: &mut Cursor, block: &mut Block) -> Option<u32> {
     let start = c.i;
     let pairs = |c: &mut Cursor, mut pair: Option<&mut Labels>| -> Option<()> {
-        c.expect(b'{')?;
-        if c.eat(b'}') {
-            return Some(());
-        }
-        loop {
-            let k = c.string()?;
-            c.expect(b':')?;
+        c.fields(|c, k| {
             let v = c.string()?;
             // As serde builds the map: a name written twice keeps its last value.
             if let Some(m) = pair.as_deref_mut() {
                 m.insert(k.to_string(), v.to_string());
             }
-            if !c.eat(b',') {
-                return c.expect(b'}');
-            }
-        }
+            Some(())
+        })
     };
     pairs(c, None)?;
     let text = &c.b[start..c.i];
@@ -461,25 +419,17 @@ fn bucket_map<'a>(
     }
     les.clear();
     let from = block.counts.len();
-    c.expect(b'{')?;
-    if !c.eat(b'}') {
-        loop {
-            les.push(c.string()?);
-            c.expect(b':')?;
-            c.ws();
-            let start = c.i;
-            block.counts.push(number(c)?);
-            let (kind, index) = match fam {
-                Some(_) => (Kind::Bucket, block.counts.len() - 1 - block.line_counts),
-                None => (Kind::Dropped, 0),
-            };
-            note(c, block, start, kind, index);
-            if !c.eat(b',') {
-                c.expect(b'}')?;
-                break;
-            }
-        }
-    }
+    c.fields(|c, le| {
+        les.push(le);
+        let start = c.i;
+        block.counts.push(number(c)?);
+        let (kind, index) = match fam {
+            Some(_) => (Kind::Bucket, block.counts.len() - 1 - block.line_counts),
+            None => (Kind::Dropped, 0),
+        };
+        note(c, block, start, kind, index);
+        Some(())
+    })?;
     let Some(fam) = fam else {
         block.counts.truncate(from);
         return Some((NONE, (0, 0)));

@@ -15,7 +15,7 @@
 /// foldhash: several times faster than SipHash on these short keys.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
-use super::block::{Block, Labels, NONE};
+use super::block::{Block, Labels, LineScrape, NONE};
 
 /// Rows of one series between two whole bucket rows.
 const WHOLE_EVERY: u32 = 32;
@@ -82,21 +82,6 @@ pub struct Store {
     /// The value of rows that have both a value and a count.
     values_too: HashMap<u32, f64>,
     arena: Vec<u8>,
-}
-
-/// One scrape of a merged block: its endpoint, its line in the block, its
-/// times and its groups.
-pub struct Merged {
-    /// Endpoint id.
-    pub endpoint: u32,
-    /// Line in the block.
-    pub line: u64,
-    /// Scrape time (ns).
-    pub timestamp_ns: u64,
-    /// Send time (ns).
-    pub request_sent_ns: Option<u64>,
-    /// Its groups in the store.
-    pub groups: (u32, u32),
 }
 
 fn intern<K: std::hash::Hash + Eq + Clone>(
@@ -234,7 +219,9 @@ impl Store {
     }
 
     /// Moves a block's scrapes into the columns (ids made the file's).
-    pub fn merge(&mut self, b: &mut Block) -> Vec<Merged> {
+    /// Each scrape comes back with the file's endpoint id and its groups in
+    /// the store (its line still the block's).
+    pub fn merge(&mut self, b: &mut Block) -> Vec<LineScrape> {
         let endpoints: Vec<u32> = (b.endpoints.drain(..))
             .map(|e| {
                 intern(&mut self.endpoint_ids, e, |e| {
@@ -304,7 +291,7 @@ impl Store {
                 let rows = (start, self.rows.len() as u32);
                 self.groups.push(Group { family, rows });
             }
-            out.push(Merged {
+            out.push(LineScrape {
                 endpoint,
                 line: s.line,
                 timestamp_ns: s.timestamp_ns,
