@@ -67,12 +67,9 @@ struct Chain {
 /// The columns.
 #[derive(Default)]
 pub struct Store {
-    endpoints: Vec<String>,
-    endpoint_ids: HashMap<String, u32>,
-    families: Vec<String>,
-    family_ids: HashMap<String, u32>,
-    labels: Vec<Labels>,
-    label_ids: HashMap<Labels, u32>,
+    endpoints: Interned<String>,
+    families: Interned<String>,
+    labels: Interned<Labels>,
     bounds: Vec<Vec<Option<f64>>>,
     bounds_ids: HashMap<Vec<String>, u32>,
     /// Families of every scrape, scrape after scrape.
@@ -82,6 +79,37 @@ pub struct Store {
     /// The value of rows that have both a value and a count.
     values_too: HashMap<u32, f64>,
     arena: Vec<u8>,
+}
+
+/// Values numbered in the order first seen: equal values, equal ids.
+#[derive(Debug)]
+struct Interned<K> {
+    all: Vec<K>,
+    ids: HashMap<K, u32>,
+}
+
+impl<K> Default for Interned<K> {
+    fn default() -> Self {
+        Interned {
+            all: Vec::new(),
+            ids: HashMap::default(),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Interned<K> {
+    /// The value's id, numbering it if new.
+    fn id(&mut self, k: K) -> u32 {
+        let all = &mut self.all;
+        intern(&mut self.ids, k, |k| {
+            all.push(k);
+            all.len() - 1
+        })
+    }
+
+    fn get(&self, id: u32) -> &K {
+        &self.all[id as usize]
+    }
 }
 
 fn intern<K: std::hash::Hash + Eq + Clone>(
@@ -222,30 +250,13 @@ impl Store {
     /// Each scrape comes back with the file's endpoint id and its groups in
     /// the store (its line still the block's).
     pub fn merge(&mut self, b: &mut Block) -> Vec<LineScrape> {
-        let endpoints: Vec<u32> = (b.endpoints.drain(..))
-            .map(|e| {
-                intern(&mut self.endpoint_ids, e, |e| {
-                    self.endpoints.push(e);
-                    self.endpoints.len() - 1
-                })
-            })
+        let endpoints: Vec<u32> = b
+            .endpoints
+            .drain(..)
+            .map(|e| self.endpoints.id(e))
             .collect();
-        let families: Vec<u32> = (b.families.drain(..))
-            .map(|f| {
-                intern(&mut self.family_ids, f, |f| {
-                    self.families.push(f);
-                    self.families.len() - 1
-                })
-            })
-            .collect();
-        let labels: Vec<u32> = (b.labels.drain(..))
-            .map(|l| {
-                intern(&mut self.label_ids, l, |l| {
-                    self.labels.push(l);
-                    self.labels.len() - 1
-                })
-            })
-            .collect();
+        let families: Vec<u32> = b.families.drain(..).map(|f| self.families.id(f)).collect();
+        let labels: Vec<u32> = b.labels.drain(..).map(|l| self.labels.id(l)).collect();
         let bounds: Vec<u32> = (b.bounds.drain(..))
             .map(|les| {
                 intern(&mut self.bounds_ids, les, |les| {
@@ -305,8 +316,8 @@ impl Store {
     /// Done merging: the merge state goes, and each scrape's families are
     /// put in name order (as a map of them iterates).
     pub fn finish(&mut self, scrapes: &[(u32, u32)]) {
-        let mut names: Vec<u32> = (0..self.families.len() as u32).collect();
-        names.sort_by(|a, b| self.families[*a as usize].cmp(&self.families[*b as usize]));
+        let mut names: Vec<u32> = (0..self.families.all.len() as u32).collect();
+        names.sort_by(|a, b| self.families.get(*a).cmp(self.families.get(*b)));
         let mut rank = vec![0u32; names.len()];
         for (r, f) in names.iter().enumerate() {
             rank[*f as usize] = r as u32;
@@ -324,27 +335,27 @@ impl Store {
 
     /// An endpoint's URL.
     pub fn endpoint(&self, id: u32) -> &str {
-        &self.endpoints[id as usize]
+        self.endpoints.get(id)
     }
 
     /// How many families.
     pub fn family_count(&self) -> usize {
-        self.families.len()
+        self.families.all.len()
     }
 
     /// A family's name.
     pub fn family(&self, id: u32) -> &str {
-        &self.families[id as usize]
+        self.families.get(id)
     }
 
     /// A family's id, by its exact name.
     pub fn family_id(&self, name: &str) -> Option<u32> {
-        self.family_ids.get(name).copied()
+        self.families.ids.get(name).copied()
     }
 
     /// A label set.
     pub fn labels(&self, id: u32) -> &Labels {
-        &self.labels[id as usize]
+        self.labels.get(id)
     }
 
     /// A row's value (counters, gauges).
