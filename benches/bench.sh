@@ -33,16 +33,8 @@ records=$(wc -l < "$file")
 sync
 cat "$file" > /dev/null   # warm the page cache for every contender alike
 
-# run_once NAME CMD...: one timed run; appends "NAME wall_s peak_rss_kib"
-# (the wall time from the clock in ns, the RSS from /usr/bin/time).
-run_once() {
-  local name=$1; shift
-  local t0 t1
-  t0=$(date +%s%N)
-  /usr/bin/time -f "%M" -o "$work/t" "$@" > /dev/null 2>&1 || true
-  t1=$(date +%s%N)
-  echo "$name $(awk "BEGIN{print ($t1 - $t0) / 1e9}") $(tail -n 1 "$work/t")" >> "$work/runs"
-}
+# shellcheck source=benches/lib.sh
+source benches/lib.sh
 mkdir -p "$work/small"
 i=0
 while [ $i -lt "$SMALL_RUNS" ]; do

@@ -139,7 +139,26 @@ def main():
     write_records(src, os.path.join(out, "profile_export.jsonl"), count=copies * len(recs),
                   shift=True, span=span)
     series = sum(len(v) for v in scrapes[-1]["metrics"].values())
-    print(f"{copies} copies, {lines} scrapes over {n_ep} endpoints, {series} series per scrape")
+    print(f"{copies} copies, {lines} scrapes over {n_ep} endpoints, {series} series per scrape, "
+          f"{changed(os.path.join(out, FILE)):.0%} of a scrape's numbers changed from its "
+          "endpoint's scrape before (first 400 lines)")
+
+
+def changed(path, lines=400):
+    """The share of numbers that differ from the same endpoint's previous
+    scrape, over the file's first `lines` lines (scrapes of one shape)."""
+    num = re.compile(r'(?<=[:\[,])-?\d[\d.eE+-]*')
+    last, total, moved = {}, 0, 0
+    with open(path) as f:
+        for _, line in zip(range(lines), f):
+            url = json.loads(line)["endpoint_url"]
+            now = num.findall(line)
+            before = last.get(url)
+            if before is not None and len(before) == len(now):
+                total += len(now)
+                moved += sum(a != b for a, b in zip(before, now))
+            last[url] = now
+    return moved / total if total else 0.0
 
 
 if __name__ == "__main__":

@@ -29,15 +29,8 @@ cargo build --release --quiet --example scrape_read
 bin=target/release/artifact-check
 reader=target/release/examples/scrape_read
 
-# run_once NAME CMD...: one timed run; appends "NAME wall_s peak_rss_kib".
-run_once() {
-  local name=$1; shift
-  local t0 t1
-  t0=$(date +%s%N)
-  /usr/bin/time -f "%M" -o "$work/t" "$@" > /dev/null 2>&1 || true
-  t1=$(date +%s%N)
-  echo "$name $(awk "BEGIN{print ($t1 - $t0) / 1e9}") $(tail -n 1 "$work/t")" >> "$work/runs"
-}
+# shellcheck source=benches/lib.sh
+source benches/lib.sh
 
 : > "$work/summary"
 for size in $SIZES_MB; do
