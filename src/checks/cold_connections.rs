@@ -180,6 +180,9 @@ struct Columns {
     all: Vec<f64>,
     warm: Vec<f64>,
     cold: Vec<f64>,
+    /// The cold values without their DNS + connect time, by position in
+    /// `all`: what the connection alone did.
+    unconnected: Vec<(usize, f64)>,
 }
 
 impl Columns {
@@ -188,16 +191,36 @@ impl Columns {
             all: Vec::with_capacity(n),
             warm: Vec::with_capacity(n),
             cold: Vec::with_capacity(n),
+            unconnected: Vec::new(),
         }
     }
 
-    fn push(&mut self, v: f64, t: Temperature) {
+    fn push(&mut self, v: f64, t: Temperature, unconnected: Option<f64>) {
+        if let Some(u) = unconnected.filter(|_| t == Temperature::Cold) {
+            self.unconnected.push((self.all.len(), u));
+        }
         self.all.push(v);
         match t {
             Temperature::Warm => self.warm.push(v),
             Temperature::Cold => self.cold.push(v),
             Temperature::Unknown => {}
         }
+    }
+}
+
+/// A record's value of `m` had it not paid for its connection (DNS +
+/// connect taken off the time to first token it is part of); `None` when
+/// the record lacks the times, or the metric holds no connection time.
+fn without_connection(r: &Record, m: Metric, v: f64) -> Option<f64> {
+    let c = r.values.get(Metric::HttpReqDnsLookup).unwrap_or(0.0)
+        + r.values.get(Metric::HttpReqConnecting)?;
+    let scaled = |span: f64| (span > c).then(|| v * span / (span - c));
+    match m {
+        Metric::TimeToFirstToken | Metric::RequestLatency => Some((v - c).max(0.0)),
+        // Tokens over the time to first token, over the request latency.
+        Metric::PrefillThroughputPerUser => scaled(r.values.get(Metric::TimeToFirstToken)?),
+        Metric::E2eOutputTokenThroughput => scaled(r.values.get(Metric::RequestLatency)?),
+        _ => None,
     }
 }
 
@@ -302,7 +325,10 @@ impl<'a> Walk<'a> {
             }
             for (&m, col) in KEY_METRICS.iter().zip(&mut w.columns) {
                 if let Some(v) = r.values.get(m) {
-                    col.push(v, t);
+                    let u = (t == Temperature::Cold)
+                        .then(|| without_connection(r, m, v))
+                        .flatten();
+                    col.push(v, t, u);
                 }
             }
         }
@@ -484,10 +510,20 @@ fn metric_effect(
         all: mut all_v,
         warm: mut warm_v,
         cold: cold_v,
+        unconnected,
     } = columns;
     if all_v.is_empty() {
         return None;
     }
+    // The statistics had the cold requests not paid for their connections,
+    // taken before the selection below reorders `all_v`.
+    let unconnected_stats = (!unconnected.is_empty()).then(|| {
+        let mut v = all_v.clone();
+        for (i, u) in &unconnected {
+            v[*i] = *u;
+        }
+        stats::Summary::of_values(&mut v)
+    });
     // The noise test sums the values in file order, before the selection
     // below reorders them (its result must not depend on how selection
     // permutes a column).
@@ -516,7 +552,32 @@ fn metric_effect(
             count_warm: warm_v.len(),
         });
     }
-    let finding = bias_finding(metric, &over, cold_requests, &n);
+    let mut finding = bias_finding(metric, &over, cold_requests, &n);
+    // How far the connection time alone moves the listed statistics: when
+    // below the threshold, the cold requests differ for another reason.
+    let connection_pct = unconnected_stats.as_ref().map(|u| {
+        over.iter()
+            .filter_map(|o| stats::bias_pct(o.2, u.get(o.0)))
+            .fold(0.0, |a: f64, b| a.max(b.abs()))
+    });
+    let harmless = connection_pct.filter(|c| {
+        *c <= s.bias_pct && !crate::model::connection::AFTER_FIRST_TOKEN.contains(&metric)
+    });
+    if let (Some(c), Some(f)) = (harmless, finding.as_mut()) {
+        f.severity = crate::findings::Severity::Info;
+        f.message.push_str(&format!(
+            "; their DNS + connect time moves these statistics by at most {c:.1} %, \
+             within the {} % threshold, so the rest of the difference is not the \
+             connection's (the first requests were slower for another reason, such as a \
+             server warming up)",
+            s.bias_pct
+        ));
+        f.effect.push(crate::findings::Effect {
+            quantity: "connection_bias",
+            value: c,
+            unit: Unit::Percent,
+        });
+    }
     Some((metrics, n, finding))
 }
 
@@ -562,6 +623,13 @@ fn bias_finding(metric: Metric, over: &[Over], cold_requests: usize, n: &Noise) 
     .effect("max_abs_bias", worst, Unit::Percent);
     for (_, b, _, _) in over {
         f = f.effect("bias", *b, Unit::Percent);
+    }
+    if crate::model::connection::AFTER_FIRST_TOKEN.contains(&metric) {
+        f.severity = crate::findings::Severity::Info;
+        f.message.push_str(
+            "; this metric is measured after the first token and holds no connection time, \
+             so the difference is not the connection's",
+        );
     }
     Some(f)
 }

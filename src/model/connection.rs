@@ -37,6 +37,14 @@ pub fn classify(r: &Record, s: &ColdSettings) -> Temperature {
     }
 }
 
+/// Published metrics measured after the first token, so they never hold
+/// a connection's DNS + connect time: a cold/warm difference in them is
+/// sampling (or which requests happened to be cold), not the connection.
+pub const AFTER_FIRST_TOKEN: &[crate::artifacts::records::Metric] = &[
+    crate::artifacts::records::Metric::InterTokenLatency,
+    crate::artifacts::records::Metric::OutputTokenThroughputPerUser,
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
