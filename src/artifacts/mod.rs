@@ -6,6 +6,7 @@
 //! is one), and the rest of the run is still read. Nothing here writes.
 
 pub(crate) mod cursor;
+pub mod legacy;
 pub mod records;
 pub mod scrapes;
 pub mod server_metrics;
@@ -416,6 +417,7 @@ pub fn load(dir: &Path) -> RunArtifacts {
         server_metrics::KNOWN_SCHEMAS,
     );
     run.unreadable = run.summary.is_none() && run.records.is_none() && run.server.is_none();
+    legacy::profiling_window(&mut run);
     run
 }
 

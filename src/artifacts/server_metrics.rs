@@ -178,6 +178,12 @@ pub struct Summary {
     pub endpoint_info: BTreeMap<String, EndpointInfo>,
     #[serde(default)]
     pub phase_time_ranges: BTreeMap<String, Window>,
+    /// Before AIPerf 0.12 the profiling window's only record: naive local
+    /// times ([`super::legacy`]).
+    #[serde(default)]
+    pub start_time: Option<String>,
+    #[serde(default)]
+    pub end_time: Option<String>,
 }
 
 /// The whole file.

@@ -16,7 +16,11 @@ use super::ParseError;
 pub const FILE: &str = "profile_export_aiperf.json";
 
 /// Summary schema versions this reader was built for.
-pub const KNOWN_SCHEMAS: &[&str] = &["1.4"];
+///
+/// 1.0 (AIPerf 0.7), 1.1 (0.8) and 1.3 (0.9-0.11) were read from real
+/// folders of those versions (`fixtures/aiperf-versions/`) and hold the
+/// fields read here where those versions write them (`docs/aiperf-versions.md`).
+pub const KNOWN_SCHEMAS: &[&str] = &["1.0", "1.1", "1.3", "1.4"];
 
 /// One phase of `input_config.phases`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -33,6 +37,25 @@ pub struct PhaseConfig {
     pub rate: Option<f64>,
     pub sessions: Option<u64>,
     pub seamless: Option<bool>,
+    /// AIPerf 0.9-0.11: set (and forced) for the warmup phase.
+    pub exclude_from_results: Option<bool>,
+}
+
+impl PhaseConfig {
+    /// The phase's kind: `kind` (AIPerf 0.12 on); before it (0.9-0.11,
+    /// where a phase's `name` must be `warmup` or `profiling`) its name, or
+    /// `warmup` for a phase excluded from the results.
+    pub fn kind(&self) -> Option<&str> {
+        if let Some(k) = self.kind.as_deref() {
+            return Some(k);
+        }
+        match self.name.as_deref() {
+            Some(n @ ("warmup" | "profiling")) => Some(n),
+            _ => self
+                .exclude_from_results
+                .map(|x| if x { "warmup" } else { "profiling" }),
+        }
+    }
 }
 
 /// `input_config.endpoint`.
@@ -76,7 +99,7 @@ impl InputConfig {
         self.phases
             .iter()
             .enumerate()
-            .filter(move |(_, p)| p.kind.as_deref() == Some(kind))
+            .filter(move |(_, p)| p.kind() == Some(kind))
     }
 
     /// Configured request count of a phase kind, summed over its phases; falls
@@ -349,6 +372,10 @@ pub struct Summary {
     pub was_cancelled: Option<bool>,
     pub is_complete: Option<bool>,
     pub incomplete_reason: Option<String>,
+    /// When profiling started and ended: naive local times
+    /// (`datetime.fromtimestamp`), no zone ([`super::legacy`]).
+    pub start_time: Option<String>,
+    pub end_time: Option<String>,
     /// Profiling metrics by tag.
     pub metrics: BTreeMap<String, MetricEntry>,
     /// Warmup metrics by tag.
@@ -367,6 +394,11 @@ impl Summary {
         let mut metrics = BTreeMap::new();
         let mut warmup_metrics = BTreeMap::new();
         let mut problems = Vec::new();
+        let time = |k: &str| match raw.rest.get(k) {
+            Some(Value::String(t)) => Some(t.clone()),
+            _ => None,
+        };
+        let (start_time, end_time) = (time("start_time"), time("end_time"));
         for (key, value) in raw.rest {
             if key == "warmup_metrics" {
                 match value {
@@ -399,6 +431,8 @@ impl Summary {
             was_cancelled: raw.was_cancelled,
             is_complete: raw.is_complete,
             incomplete_reason: raw.incomplete_reason,
+            start_time,
+            end_time,
             metrics,
             warmup_metrics,
             problems,

@@ -190,6 +190,10 @@ pub struct Attribution {
     pub profiling: Corrected,
     /// Warmup.
     pub warmup: Corrected,
+    /// Warmup observations given out in intervals that begin at or after
+    /// the `late_after` time [`by_observation`] was asked about (profiling's
+    /// start): published after profiling started.
+    pub warmup_late: u64,
 }
 
 impl Attribution {
@@ -229,6 +233,24 @@ pub fn candidates(records: &[Record], at: ObservedAt, slack: u64) -> Vec<Candida
             event,
             phase: r.phase,
         }
+    }));
+    cands.sort_unstable_by_key(|c| (c.earliest, c.event));
+    cands
+}
+
+/// `cands` with `n` warmup requests the run has no records of (AIPerf
+/// before 0.12 writes none) added: each finished by `by_ns` (profiling's
+/// start: those versions start profiling once warmup's requests have
+/// returned), so its observation can be made any time up to then, and is
+/// late after it.
+pub fn with_unrecorded_warmup(mut cands: Vec<Candidate>, n: u64, by_ns: u64) -> Vec<Candidate> {
+    let n = usize::try_from(n)
+        .unwrap_or(usize::MAX)
+        .min(increment_budget(0));
+    cands.extend((0..n).map(|_| Candidate {
+        earliest: 0,
+        event: by_ns,
+        phase: Phase::Warmup,
     }));
     cands.sort_unstable_by_key(|c| (c.earliest, c.event));
     cands
@@ -382,6 +404,7 @@ pub fn by_observation(
     first_start: Option<u64>,
     cands: &[Candidate],
     slack: u64,
+    late_after: Option<u64>,
 ) -> Option<Attribution> {
     if pts.len() < 2 || !baseline_predates(pts, first_start) {
         return None;
@@ -391,6 +414,7 @@ pub fn by_observation(
     let mut pending = Pending::new(cands, slack);
     let mut increments: Vec<Increment> = Vec::new();
     let mut unattributed = 0u64;
+    let mut warmup_late = 0u64;
     // One increment is held per observation: the count deltas are input, so
     // they are bounded by what the records could explain (the fuzzers and a
     // hand-edited `count: 1e300` both reach here). Past the budget the split
@@ -422,6 +446,12 @@ pub fn by_observation(
             (Some(x), Some(y)) => y - x,
             _ => 0.0,
         };
+        if late_after.is_some_and(|t| a.t >= t) {
+            warmup_late += chosen
+                .iter()
+                .filter(|i| cands[**i].phase == Phase::Warmup)
+                .count() as u64;
+        }
         let ranges = increment_ranges(a, b, k, dsum);
         let point = dsum / k as f64;
         let mixed_here = chosen
@@ -455,6 +485,7 @@ pub fn by_observation(
     Some(Attribution {
         profiling: finish(Phase::Profiling),
         warmup: finish(Phase::Warmup),
+        warmup_late,
     })
 }
 
@@ -606,6 +637,20 @@ impl Spans {
         Spans {
             by_phase: [of_phase(Phase::Warmup), of_phase(Phase::Profiling)],
         }
+    }
+
+    /// With a warmup the run has no records of (AIPerf before 0.12): one
+    /// span from the start of time to `until` (profiling's start, by which
+    /// its requests had all returned) stands for them.
+    pub fn with_unrecorded_warmup(mut self, until: u64) -> Spans {
+        let w = &mut self.by_phase[Phase::Warmup as usize];
+        w.insert(0, (0, until));
+        let mut latest = 0;
+        for s in w.iter_mut() {
+            latest = latest.max(s.1);
+            s.1 = latest;
+        }
+        self
     }
 
     /// Whether a request of `phase` was in flight during `(a, b]`.

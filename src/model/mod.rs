@@ -15,6 +15,7 @@
 pub mod attribution;
 pub mod cache;
 pub mod connection;
+pub mod layout;
 pub mod observers;
 pub mod resets;
 pub mod selection;
@@ -57,6 +58,8 @@ pub struct PhaseModel {
 pub struct RunModel {
     /// AIPerf version that wrote the run.
     pub aiperf_version: Option<String>,
+    /// What that version's files hold ([`layout`]).
+    pub layout: layout::Layout,
     /// Warmup, when the run had one.
     pub warmup: Option<PhaseModel>,
     /// Profiling.
@@ -86,6 +89,10 @@ impl RunModel {
             .as_ref()
             .and_then(|s| s.input_config.as_ref())
             .or_else(|| run.server.as_ref().and_then(|s| s.input_config.as_ref()));
+        let layout = layout::Layout::of(
+            run,
+            aiperf_version.as_deref().and_then(layout::Version::parse),
+        );
         let records = run.records.as_ref().map(|r| r.records.as_slice());
         let build = |kind: Phase| {
             let name = kind.as_str();
@@ -104,7 +111,10 @@ impl RunModel {
                     p.concurrency = l.concurrency;
                 }
             }
-            if let Some(records) = records {
+            // A version that never exports warmup records has an unknown
+            // warmup count there, not 0.
+            let exported = kind == Phase::Profiling || layout.warmup_records;
+            if let Some(records) = records.filter(|_| exported) {
                 let mine = records.iter().filter(|r| r.phase == kind);
                 let (mut n, mut ok, mut err, mut canc) = (0, 0, 0, 0);
                 let mut window: Option<(u64, u64)> = None;
@@ -148,6 +158,7 @@ impl RunModel {
         };
         RunModel {
             aiperf_version,
+            layout,
             warmup: has_warmup.then_some(warmup),
             profiling,
             endpoint_roles,
@@ -164,6 +175,18 @@ impl RunModel {
             .flatten()
             .filter_map(|p| p.records_window_ns.map(|w| w.0))
             .min()
+    }
+
+    /// When the run had a warmup its version wrote no records of (AIPerf
+    /// before 0.12): the time its requests had all finished by, profiling's
+    /// start (those versions start profiling once warmup's requests have
+    /// returned).
+    pub fn unrecorded_warmup_until(&self) -> Option<u64> {
+        if self.layout.warmup_records {
+            return None;
+        }
+        self.warmup.as_ref()?;
+        self.profiling.server_window_ns.map(|w| w.0)
     }
 
     /// The phase model of a kind.

@@ -126,6 +126,7 @@ mod tests {
             warmup_total: Some(4.0),
             absorbed: Some((3, "b".into())),
             double: Some((2, "d".into())),
+            no_split: None,
         };
         assert_eq!(classify(Some(3.0), Some(0.0), &ev).0, WarmupAbsorbed);
         assert_eq!(

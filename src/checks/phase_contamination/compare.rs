@@ -93,6 +93,17 @@ impl Comparison<'_> {
         let deviation = |e: Option<Expected>, x: Option<f64>| Some(e?.deviation(x?));
         let (dp, dw) = (deviation(exp_p, found_p), deviation(exp_w, found_w));
         let (mut class_p, mut class_w) = classify(dp, dw, &self.evidence);
+        // Without a warmup split the mirror deficit cannot show: the raw
+        // scrapes tell a warmup observation published after profiling
+        // started from one the baseline merely predates.
+        let late = corrected
+            .as_ref()
+            .filter(|_| self.evidence.no_split.is_some())
+            .map(|c| c.warmup_late)
+            .filter(|&n| n > 0 && dp.is_some_and(|d| d > 0.0));
+        if late.is_some() {
+            class_p = Classification::LateWarmupObservation;
+        }
         // A reset on the endpoint explains its phase's count (reported once,
         // as counter-reset).
         for (class, d, reset, born) in [
@@ -151,6 +162,7 @@ impl Comparison<'_> {
             }),
             evidence: self.evidence.clone(),
             partition: None,
+            late,
         };
         (rows, Some(problem))
     }
@@ -165,7 +177,8 @@ impl Comparison<'_> {
         corrected: Option<Corrected>,
     ) -> MetricRow {
         let hist = self.found.kind() == MetricType::Histogram;
-        let sum: Option<f64> = hist
+        // No series in the phase's section: its sum is unknown, not 0.
+        let sum: Option<f64> = (hist && !series.is_empty())
             .then(|| series.iter().map(|s| s.stats.sum.or(Some(0.0))).sum())
             .flatten();
         let found_avg = match (sum, fnd) {

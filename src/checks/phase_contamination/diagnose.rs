@@ -58,6 +58,9 @@ pub struct Problem {
     /// The one partition (e.g. `engine="1"`) whose counts differ from the
     /// control's, when the control can tell.
     pub partition: Option<Labels>,
+    /// Without a warmup split: the warmup observations the raw scrapes place
+    /// after profiling started.
+    pub late: Option<u64>,
 }
 
 fn range(e: Option<Expected>) -> String {
@@ -123,12 +126,20 @@ impl Problem {
         let cx = self.context(control, dp, dw);
         let overlap = w.overlap_ms.filter(|o| *o > 0.0);
         if self.classes[0] == Classification::LateWarmupObservation {
-            let k = dp.min(-dw);
-            let what = format!(
-                "{k} warmup observation(s) published after the end-of-warmup scrape were \
-                 counted in profiling (this metric is observed at {})",
-                self.observed_at.as_str()
-            );
+            let what = match (self.late, &self.evidence.no_split) {
+                (Some(k), Some(v)) => format!(
+                    "{k} warmup observation(s) were published after profiling started (the \
+                     raw scrapes place them) and counted in profiling (this metric is observed \
+                     at {}; AIPerf {v} has no warmup split)",
+                    self.observed_at.as_str()
+                ),
+                _ => format!(
+                    "{} warmup observation(s) published after the end-of-warmup scrape were \
+                     counted in profiling (this metric is observed at {})",
+                    dp.min(-dw),
+                    self.observed_at.as_str()
+                ),
+            };
             return vec![self.finding(&cx, LATE_WARMUP_OBSERVATION, what, true)];
         }
         if self.classes[0] == Classification::ProfilingLostToWarmup {
@@ -161,12 +172,18 @@ impl Problem {
         let class = self.classes[usize::from(!hit)];
         match class {
             Classification::WarmupAbsorbed => {
-                let why = match &self.evidence.absorbed {
-                    Some((n, baseline)) => format!(
+                let why = match (&self.evidence.absorbed, &self.evidence.no_split) {
+                    (Some((n, baseline)), Some(v)) => format!(
+                        "AIPerf {v} has no warmup split: its profiling baseline {baseline}; \
+                         the {} configured warmup request(s) all finished before profiling \
+                         started, and up to {n} of their observations come after that scrape",
+                        range(self.exp_w)
+                    ),
+                    (Some((n, baseline)), None) => format!(
                         "AIPerf's profiling baseline {baseline}, and {n} warmup observation(s) \
                          come after it"
                     ),
-                    None => format!(
+                    (None, _) => format!(
                         "the excess is exactly the warmup's {} observation(s): the profiling \
                          delta starts at warmup start",
                         num(self.evidence.warmup_total)
@@ -262,13 +279,17 @@ impl Problem {
             ),
             _ => String::new(),
         };
+        let signed = |d: Option<f64>, fallback: f64| {
+            d.map(|_| format!(" ({fallback:+})")).unwrap_or_default()
+        };
         let split = format!(
-            "profiling holds {} observations for {} profiling requests ({dp:+}), warmup {} for \
-             {} ({dw:+})",
+            "profiling holds {} observations for {} profiling requests{}, warmup {} for {}{}",
             num(self.found_p),
             range(self.exp_p),
+            signed(self.dp, dp),
             num(self.found_w),
-            range(self.exp_w)
+            range(self.exp_w),
+            signed(self.dw, dw)
         );
         let repair = self
             .corrected
@@ -310,8 +331,10 @@ impl Problem {
         .metric(self.metric.clone())
         .series(self.named_series())
         .expected_found(&expected, &found)
-        .effect("profiling_delta", dp, Unit::Count)
-        .effect("warmup_delta", dw, Unit::Count);
+        .effect("profiling_delta", dp, Unit::Count);
+        if self.dw.is_some() {
+            f = f.effect("warmup_delta", dw, Unit::Count);
+        }
         if let Some(ep) = &self.endpoint {
             f = f.endpoint(ep.clone());
         }

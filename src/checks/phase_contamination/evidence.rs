@@ -18,6 +18,7 @@ use crate::artifacts::scrapes::{Scrape, ScrapesRead};
 use crate::artifacts::server_metrics::ServerMetricsExport;
 use crate::checks::Ctx;
 use crate::frameworks::ObservedAt;
+use crate::model::attribution;
 use crate::model::observers::Observer;
 
 /// What the windows, records and raw scrapes say one observer's phase
@@ -30,6 +31,11 @@ pub struct Evidence {
     /// At most how many warmup observations fall after AIPerf's profiling
     /// baseline, and where the baseline comes from (words).
     pub absorbed: Option<(u64, String)>,
+    /// The AIPerf version, when it has no warmup split (before 0.12): the
+    /// profiling delta starts at the last periodic scrape before profiling,
+    /// by design, and the count after it is bounded by the configured
+    /// warmup, not counted from warmup records (it writes none).
+    pub no_split: Option<String>,
     /// At most how many profiling observations fall before AIPerf's
     /// end-of-warmup scrape, and which scrape (words).
     pub double: Option<(u64, String)>,
@@ -72,6 +78,8 @@ pub struct Builder<'a> {
     server: &'a ServerMetricsExport,
     exp_w: Option<Expected>,
     slack_ns: u64,
+    /// The version, when it writes no warmup records ([`Evidence::no_split`]).
+    unrecorded_warmup: Option<String>,
 }
 
 /// The earliest and latest time a request's observation at `at` can be
@@ -107,6 +115,13 @@ impl Evidence {
                 .filter(|r| r.phase == Phase::Warmup || r.request_start_ns <= horizon)
                 .collect()
         });
+        let layout = ctx.model.layout;
+        let unrecorded_warmup = (!layout.warmup_records).then(|| {
+            ctx.model
+                .aiperf_version
+                .clone()
+                .unwrap_or_else(|| "(version unknown)".into())
+        });
         Builder {
             near,
             times: Default::default(),
@@ -114,6 +129,7 @@ impl Evidence {
             server,
             exp_w,
             slack_ns,
+            unrecorded_warmup,
         }
     }
 }
@@ -160,6 +176,7 @@ impl Builder<'_> {
         let at = f.def.observed_at;
         Evidence {
             warmup_total: self.exp_w.map(|e| e.min as f64),
+            no_split: self.unrecorded_warmup.clone(),
             absorbed: self.absorbed(f, o, at, p.start_ns, scrapes.as_deref()),
             double: self
                 .server
@@ -191,6 +208,18 @@ impl Builder<'_> {
             .filter(|s| o.contains(s.endpoint_url.as_deref().unwrap_or(""), &s.labels))
             .filter_map(|s| s.timeslices.as_ref()?.first()?.start_ns)
             .min();
+        // Without warmup records (AIPerf before 0.12) the warmup's requests
+        // all finished before profiling started, so at most the configured
+        // ones less those the observer had counted by the baseline (from the
+        // first scrape, taken before any request) come after it.
+        let after = |t: u64, line: Option<u64>| -> Option<u64> {
+            if self.unrecorded_warmup.is_none() {
+                return self.count(Phase::Warmup, at, t, true);
+            }
+            let configured = self.exp_w?.max;
+            let seen = line.and_then(|l| self.counted_by(f, o, l)).unwrap_or(0);
+            Some(configured.saturating_sub(seen))
+        };
         match (baseline, first_slice) {
             (Some((line, t)), _) => {
                 let when = if t < ps {
@@ -201,17 +230,33 @@ impl Builder<'_> {
                 } else {
                     format!("(the scrape at line {line}) does not predate profiling")
                 };
-                Some((self.count(Phase::Warmup, at, t, true)?, when))
+                Some((after(t, Some(line))?, when))
             }
             (None, Some(t)) if t < ps => {
                 let when = format!(
                     "starts with its first timeslice, {:.1} ms before profiling started",
                     ms(ps, t)
                 );
-                Some((self.count(Phase::Warmup, at, t, true)?, when))
+                Some((after(t, None)?, when))
             }
+            // No scrape and no timeslice says where it starts, but without a
+            // warmup split it is the last periodic scrape before profiling.
+            _ if self.unrecorded_warmup.is_some() => Some((
+                after(ps, None)?,
+                "is the last periodic scrape before profiling started (not in the export)".into(),
+            )),
             _ => None,
         }
+    }
+
+    /// How many observations the observer counted from the first raw
+    /// scrape of its endpoint to the scrape at `line`.
+    fn counted_by(&self, f: &Found, o: &Observer, line: u64) -> Option<u64> {
+        let ep = o.endpoint.as_deref()?;
+        let pts = attribution::cumulative(self.scrapes?, ep, &f.name, |l| o.contains(ep, l));
+        let first = pts.first()?.count;
+        let at = pts.iter().find(|p| p.line == line)?.count;
+        Some((at - first).max(0.0).round() as u64)
     }
 
     /// The profiling observations by AIPerf's end-of-warmup scrape: the

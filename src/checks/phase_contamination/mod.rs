@@ -76,7 +76,7 @@ crate::define_codes! { "phase_contamination";
     SERIES_CREATED_MID_PHASE => ("series-created-mid-phase", Error,
         "A server series first appeared inside a phase: AIPerf's delta misses the value that created it"),
     AIPERF_VERSION_ADVISORY => ("aiperf-version-advisory", Info,
-        "This AIPerf version takes the end-of-warmup scrape without a flush barrier"),
+        "This AIPerf version's phase split leaks (0.12/0.13: no flush barrier; before 0.12: no warmup split), or it does not record some data"),
     PHASE_CHECK_UNKNOWN => ("phase-check-unknown", Info,
         "The phase split cannot be checked: no request-scoped server metric or no records"),
 }
@@ -347,13 +347,15 @@ impl Traffic {
 fn expectations(ctx: &Ctx) -> (Option<Expected>, Option<Expected>) {
     let expected = |phase: Phase| -> Option<Expected> {
         let p = ctx.model.phase(phase)?;
-        match (ctx.records(), p.successful, p.errors, p.configured_requests) {
-            (Some(_), Some(ok), Some(err), _) => Some(Expected {
+        // A phase without records (none read, or a version that writes
+        // none for it) is expected at its configured count.
+        match (p.successful, p.errors, p.configured_requests) {
+            (Some(ok), Some(err), _) => Some(Expected {
                 min: ok,
                 max: ok + err,
                 source: ExpectedSource::Records,
             }),
-            (None, _, _, Some(c)) => Some(Expected {
+            (None, _, Some(c)) => Some(Expected {
                 min: c,
                 max: c,
                 source: ExpectedSource::Configuration,
@@ -562,17 +564,37 @@ fn repairs(ctx: &Ctx, found: &[Found], jobs: &[(&Found, &Observer)]) -> Vec<Opti
     let mut kinds: Vec<ObservedAt> = found.iter().map(|f| f.def.observed_at).collect();
     kinds.sort_unstable();
     kinds.dedup();
+    // A version that writes no warmup records: its configured warmup
+    // requests, all finished by profiling's start, stand in for them, and
+    // the first scrape (taken at AIPerf's start) is the baseline.
+    let profiling_start = ctx.model.profiling.server_window_ns.map(|w| w.0);
+    let unrecorded = ctx.model.unrecorded_warmup_until().and_then(|by| {
+        let n = ctx.model.warmup.as_ref()?.configured_requests?;
+        Some((n, by))
+    });
     let prepared: Vec<(ObservedAt, Vec<Candidate>)> = kinds
         .into_par_iter()
-        .map(|at| (at, attribution::candidates(rs, at, slack_ns)))
+        .map(|at| {
+            let cands = attribution::candidates(rs, at, slack_ns);
+            let cands = match unrecorded {
+                Some((n, by)) => attribution::with_unrecorded_warmup(cands, n, by),
+                None => cands,
+            };
+            (at, cands)
+        })
         .collect();
+    if ctx.model.warmup.is_some() && !ctx.model.layout.warmup_records && unrecorded.is_none() {
+        // Warmup traffic the candidates cannot stand for would be given to
+        // profiling: no repair.
+        return vec![None; jobs.len()];
+    }
     let first_start = ctx.model.first_request_start_ns();
     jobs.par_iter()
         .map(|(f, o)| {
             let ep = o.endpoint.as_deref()?;
             let cands = &prepared.iter().find(|p| p.0 == f.def.observed_at)?.1;
             let pts = attribution::cumulative(sc, ep, &f.name, |labels| o.contains(ep, labels));
-            attribution::by_observation(&pts, first_start, cands, slack_ns)
+            attribution::by_observation(&pts, first_start, cands, slack_ns, profiling_start)
         })
         .collect()
 }

@@ -214,27 +214,66 @@ pub fn counter_windows(
     }
 }
 
-/// The advisory for AIPerf versions whose end-of-warmup scrape has no flush
-/// barrier.
+/// The advisory for AIPerf versions whose phase split is known to leak:
+/// 0.12 and 0.13 take the end-of-warmup scrape with no flush barrier;
+/// before 0.12 there is no warmup split at all. It also says what the
+/// version does not record, so no check's silence reads as a clean bill.
 pub fn advisory(ctx: &Ctx, out: &mut Vec<Finding>) {
     let Some(v) = ctx.model.aiperf_version.as_deref() else {
         return;
     };
-    if (v.starts_with("0.12.") || v.starts_with("0.13.")) && ctx.model.warmup.is_some() {
-        out.push(
-            Finding::new(
-                AIPERF_VERSION_ADVISORY,
-                format!(
-                    "AIPerf {v} takes the end-of-warmup scrape immediately, with no flush \
-                     barrier before profiling starts, so server observations can cross the \
-                     warmup/profiling boundary. To re-run safely: run warmup as a separate \
-                     invocation, wait for the server's metrics to settle, then profile without \
-                     --warmup-request-count; or export the raw scrapes \
-                     (--server-metrics-formats json jsonl) so the split can be repaired"
-                ),
+    let layout = ctx.model.layout;
+    let mut text =
+        if (v.starts_with("0.12.") || v.starts_with("0.13.")) && ctx.model.warmup.is_some() {
+            format!(
+                "AIPerf {v} takes the end-of-warmup scrape immediately, with no flush \
+             barrier before profiling starts, so server observations can cross the \
+             warmup/profiling boundary. To re-run safely: run warmup as a separate \
+             invocation, wait for the server's metrics to settle, then profile without \
+             --warmup-request-count; or export the raw scrapes \
+             (--server-metrics-formats json jsonl) so the split can be repaired"
             )
+        } else if !layout.server_phase_split && ctx.model.warmup.is_some() {
+            let n = ctx
+                .model
+                .warmup
+                .as_ref()
+                .and_then(|w| w.configured_requests)
+                .map(|n| format!("up to all {n} configured warmup requests"))
+                .unwrap_or_else(|| "any of the warmup's requests".into());
+            format!(
+                "AIPerf {v} has no warmup split: server_metrics_export.json's profiling delta \
+             starts at the last periodic scrape before profiling started, so the warmup \
+             observations published after that scrape ({n}) are counted in profiling even \
+             when the server is clean. Re-run with AIPerf 0.12 or later, or export the raw \
+             scrapes (--server-metrics-formats json jsonl) so the split can be repaired"
+            )
+        } else {
+            String::new()
+        };
+    let mut missing = Vec::new();
+    if !layout.warmup_records {
+        missing.push("warmup records (profile_export.jsonl holds profiling only)");
+    }
+    if !layout.cached_tokens {
+        missing.push("cached prompt tokens (usage_prompt_cache_read_tokens, from 0.9.0 on)");
+    }
+    if !missing.is_empty() {
+        if !text.is_empty() {
+            text.push_str(". ");
+        }
+        text.push_str(&format!(
+            "AIPerf {v} does not write {}: the checks that need them say so instead of \
+             counting them as missing",
+            missing.join(" or ")
+        ));
+    }
+    if text.is_empty() {
+        return;
+    }
+    out.push(
+        Finding::new(AIPERF_VERSION_ADVISORY, text)
             .file(crate::artifacts::summary::FILE)
             .field("aiperf_version"),
-        );
-    }
+    );
 }

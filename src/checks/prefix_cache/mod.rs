@@ -160,7 +160,13 @@ impl Clients {
         }
         Clients {
             profiling: profiling.finish(),
-            warmup: ctx.model.warmup.as_ref().map(|_| warmup.finish()),
+            // Unknown, not empty, when the version writes no warmup records.
+            warmup: ctx
+                .model
+                .warmup
+                .as_ref()
+                .filter(|_| ctx.model.layout.warmup_records)
+                .map(|_| warmup.finish()),
             warm_only: warm_only.finish(),
             prompt_tokens,
         }
@@ -277,14 +283,29 @@ impl Pass<'_> {
     fn unknown_rates(&mut self) {
         let client = &self.clients.profiling;
         if self.ctx.run.records.is_some() && client.hit_rate.is_none() && client.records > 0 {
+            // A version that never records the field says nothing about the
+            // server: name the version, not a server flag.
+            let why = if self.ctx.model.layout.cached_tokens {
+                "the server did not report cached tokens: vLLM needs \
+                 --enable-prompt-tokens-details, SGLang --enable-cache-report"
+                    .to_string()
+            } else {
+                format!(
+                    "AIPerf {} does not record them, whatever the server reported (0.9.0 on \
+                     does)",
+                    self.ctx
+                        .model
+                        .aiperf_version
+                        .as_deref()
+                        .unwrap_or("of this run")
+                )
+            };
             self.findings.push(
                 Finding::new(
                     CACHE_RATE_UNKNOWN,
                     format!(
                         "client hit rate unknown: none of the {} successful profiling records \
-                         has usage_prompt_cache_read_tokens (the server did not report cached \
-                         tokens: vLLM needs --enable-prompt-tokens-details, SGLang \
-                         --enable-cache-report)",
+                         has usage_prompt_cache_read_tokens ({why})",
                         client.records
                     ),
                 )
@@ -345,6 +366,38 @@ impl Pass<'_> {
         }
     }
 
+    /// An excess a version without a warmup split explains: its profiling
+    /// counters start at the last periodic scrape before profiling, so the
+    /// prompt tokens of the warmup requests after that scrape are in them.
+    fn unrecorded_warmup_cause(&self, diff: f64) -> Option<String> {
+        self.ctx.model.unrecorded_warmup_until()?;
+        if diff <= 0.0 {
+            return None;
+        }
+        let n = self.ctx.model.warmup.as_ref()?.configured_requests;
+        let v = self
+            .ctx
+            .model
+            .aiperf_version
+            .as_deref()
+            .unwrap_or("(version unknown)");
+        let per = self.clients.prompt_tokens / self.clients.profiling.records.max(1) as f64;
+        let size = n
+            .map(|n| {
+                format!(
+                    " (the {n} configured warmup request(s), at the profiling average of \
+                     {per:.0} prompt tokens, sent about {:.0})",
+                    n as f64 * per
+                )
+            })
+            .unwrap_or_default();
+        Some(format!(
+            "; AIPerf {v} has no warmup split: the profiling counters start at the last \
+             periodic scrape before profiling started, so they hold the prompt tokens of the \
+             warmup requests that came after it{size}"
+        ))
+    }
+
     /// Server vs client prompt tokens over profiling; the difference, and
     /// the server rate without the requests that crossed the boundary when
     /// their tokens account for it exactly.
@@ -386,7 +439,7 @@ impl Pass<'_> {
                     ids.join(", ")
                 )
             }
-            (None, None) => String::new(),
+            (None, None) => self.unrecorded_warmup_cause(diff).unwrap_or_default(),
         };
         self.explanations.push(format!(
             "server prompt tokens over profiling are {sp:.0}, the clients' \
@@ -437,9 +490,13 @@ impl Pass<'_> {
             return (None, None);
         };
         let slack_ns = (self.ctx.settings.phase.match_slack_ms * 1e6) as u64;
-        let first_start = self.ctx.model.first_request_start_ns();
+        let requests = raw_scrapes::Requests {
+            records: self.records,
+            first_start: self.ctx.model.first_request_start_ns(),
+            unrecorded_warmup_until: self.ctx.model.unrecorded_warmup_until(),
+        };
         let roles = &self.ctx.model.endpoint_roles;
-        let r = match raw_scrapes::recompute(&h, sc, self.records, first_start, slack_ns, roles) {
+        let r = match raw_scrapes::recompute(&h, sc, &requests, slack_ns, roles) {
             Ok(r) => r,
             Err(why) => {
                 self.explanations.push(format!(
