@@ -393,3 +393,64 @@ fn the_late_warmup_observation_is_named_on_every_version() {
         );
     }
 }
+
+/// A folder with only `profile_export_aiperf.json` gets what the summary
+/// can tell (its failed requests by code, the cold requests its connection
+/// figures count) and a list of what needs the other files, on every
+/// version kept that way here.
+#[test]
+fn a_summary_only_folder_gets_the_checks_it_can_have() {
+    for v in ["0.7.0", "0.11.0", "0.13.0"] {
+        let (run, code) = audit(v, "summary-only");
+        assert_eq!(code, 0, "{v}: warnings only: {:?}", codes(&run));
+        let ledger = jsonl(
+            &root()
+                .join("fixtures/aiperf-versions")
+                .join(v)
+                .join("summary-only.ledger.jsonl"),
+        );
+        let failed = ledger.iter().filter(|e| e["event"] == "error").count();
+        assert!(failed > 0, "{v}");
+        let f = findings(&run, "request-errors");
+        assert_eq!(f.len(), 1, "{v}");
+        assert_eq!(f[0]["found"], failed, "{v}");
+        assert!(
+            f[0]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("HTTP 502"),
+            "{v}: {}",
+            f[0]["message"]
+        );
+        // Every successful request of this run is published (no warmup):
+        // the ones first on their connection are the cold ones.
+        let cold = ledger
+            .iter()
+            .filter(|e| e["event"] == "request" && e["request_on_connection"] == 1)
+            .count();
+        let f = findings(&run, "cold-requests-unmeasured");
+        assert_eq!(f.len(), 1, "{v}");
+        let effect = f[0]["effect"]
+            .as_array()
+            .expect("effect")
+            .iter()
+            .find(|e| e["quantity"] == "cold_requests")
+            .expect("cold_requests")["value"]
+            .as_f64()
+            .expect("n");
+        assert_eq!(effect, cold as f64, "{v}");
+        let missing: Vec<String> = findings(&run, "missing-artifact")
+            .iter()
+            .map(|f| f["message"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert!(
+            missing.iter().any(|m| m.contains("cold_connections")),
+            "{v}"
+        );
+        assert!(
+            missing.iter().any(|m| m.contains("phase_contamination")),
+            "{v}"
+        );
+        assert!(findings(&run, "request-count-mismatch").is_empty(), "{v}");
+    }
+}

@@ -233,6 +233,20 @@ def make_handler(state):
                 state.requests += 1
                 ordinal = state.requests
             labels = state.engine_labels[ordinal % len(state.engine_labels)]
+            if args.fail_every and ordinal % args.fail_every == 0:
+                # A gateway error before the engine saw the request: no
+                # observation, as a proxy's 502 in front of a real server.
+                body = json.dumps({"error": {"message": "upstream unavailable",
+                                             "type": "bad_gateway", "code": 502}}).encode()
+                self.send_response(502)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                state.ledger.write(event="error", ordinal=ordinal, conn_id=self.conn_id,
+                                   x_request_id=self.headers.get("X-Request-ID"), status=502,
+                                   t_ns=t0)
+                return
             words = words_of(request)
             prompt_tokens = max(1, len(words))
             cached = 0
@@ -406,6 +420,8 @@ def main():
     p.add_argument("--itl-s", type=float, default=0.002)
     p.add_argument("--cache-flush-every", type=int, default=0,
                    help="prefix-cache: evict the whole cache before every Nth request")
+    p.add_argument("--fail-every", type=int, default=0,
+                   help="answer every Nth chat request with HTTP 502 (no observation)")
     p.add_argument("--metrics-jitter-ms", type=float, default=0.0,
                    help="delay each /metrics answer by a random 0..N ms")
     args = p.parse_args()

@@ -384,17 +384,32 @@ pub fn load(dir: &Path) -> RunArtifacts {
     if let Some(s) = run.scrapes.as_mut() {
         f.append(&mut s.findings);
     }
-    for (name, present) in [
-        (records::FILE, run.records.is_some()),
-        (summary::FILE, run.summary.is_some()),
-        (server_metrics::FILE, run.server.is_some()),
+    for (name, present, needed_by) in [
+        (
+            records::FILE,
+            run.records.is_some(),
+            "cold_connections, the clients' cache hit rate and prefill throughput, and the \
+             recomputation of the summary's statistics",
+        ),
+        (
+            summary::FILE,
+            run.summary.is_some(),
+            "the summary's agreement with the records, and claims",
+        ),
+        (
+            server_metrics::FILE,
+            run.server.is_some(),
+            "phase_contamination and the server's cache hit rate",
+        ),
     ] {
         let already = f.iter().any(|x| x.file.as_deref() == Some(name));
         if !present && !already {
             f.push(
                 Finding::new(
                     reading::MISSING_ARTIFACT,
-                    format!("{name} is not in the run directory; checks that need it cannot tell"),
+                    format!(
+                        "{name} is not in the run directory, so these cannot tell: {needed_by}"
+                    ),
                 )
                 .file(name),
             );

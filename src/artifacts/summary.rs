@@ -199,6 +199,26 @@ impl MetricEntry {
     }
 }
 
+/// One entry of `error_summary`: failed requests of one kind.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[allow(missing_docs)]
+pub struct ErrorEntry {
+    #[serde(default)]
+    pub error_details: ErrorDetails,
+    pub count: Option<f64>,
+}
+
+/// `error_summary[].error_details`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[allow(missing_docs)]
+pub struct ErrorDetails {
+    /// An HTTP status, usually; any JSON value is kept as text.
+    pub code: Option<serde_json::Value>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub message: Option<String>,
+}
+
 /// `run_info`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[allow(missing_docs)]
@@ -220,6 +240,7 @@ struct RawSummary {
     was_cancelled: Option<bool>,
     is_complete: Option<bool>,
     incomplete_reason: Option<String>,
+    error_summary: Option<Vec<ErrorEntry>>,
     rest: BTreeMap<String, Value>,
 }
 
@@ -246,6 +267,7 @@ impl<'de> Deserialize<'de> for RawSummary {
                         "was_cancelled" => r.was_cancelled = map.next_value()?,
                         "is_complete" => r.is_complete = map.next_value()?,
                         "incomplete_reason" => r.incomplete_reason = map.next_value()?,
+                        "error_summary" => r.error_summary = map.next_value()?,
                         "warmup_metrics" => {
                             let v: Shallow<Shallow<Scalar>> = map.next_value()?;
                             r.rest.insert(key, v.0);
@@ -376,6 +398,8 @@ pub struct Summary {
     /// (`datetime.fromtimestamp`), no zone ([`super::legacy`]).
     pub start_time: Option<String>,
     pub end_time: Option<String>,
+    /// Failed requests by kind (`error_summary`); `None` when absent.
+    pub error_summary: Option<Vec<ErrorEntry>>,
     /// Profiling metrics by tag.
     pub metrics: BTreeMap<String, MetricEntry>,
     /// Warmup metrics by tag.
@@ -433,6 +457,7 @@ impl Summary {
             incomplete_reason: raw.incomplete_reason,
             start_time,
             end_time,
+            error_summary: raw.error_summary,
             metrics,
             warmup_metrics,
             problems,

@@ -41,6 +41,8 @@ crate::define_codes! { "artifacts";
         "profile_export_aiperf.json disagrees with the records in profile_export.jsonl"),
     RUN_INCOMPLETE => ("run-incomplete", Warning,
         "AIPerf marked the run cancelled or incomplete"),
+    REQUEST_ERRORS => ("request-errors", Warning,
+        "Requests failed (error_summary): every published statistic leaves them out"),
 }
 
 /// Figures of the `artifacts` check.
@@ -139,6 +141,7 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
     }
 
     request_counts(ctx, &mut findings);
+    request_errors(ctx, &mut findings);
     run_completion(ctx, &mut findings);
     let mut compared = Vec::new();
     if let (Some(s), Some(records)) = (run.summary.as_ref(), ctx.records()) {
@@ -164,23 +167,128 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
     }
 }
 
+/// A phase's successful and failed requests: from its records, else (for
+/// profiling, in a folder without records) from the summary's counts.
+fn realised(ctx: &Ctx, phase: Phase) -> Option<(u64, u64, u64, Option<u64>)> {
+    let p = ctx.model.phase(phase)?;
+    if let Some(ok) = p.successful {
+        return Some((
+            ok,
+            p.errors.unwrap_or(0),
+            p.cancelled.unwrap_or(0),
+            p.records,
+        ));
+    }
+    let s = ctx
+        .run
+        .summary
+        .as_ref()
+        .filter(|_| phase == Phase::Profiling)?;
+    let count = |tag| {
+        s.scalar(tag)
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .map(|x| x.round() as u64)
+    };
+    let ok = count("request_count")?;
+    Some((ok, count("error_request_count").unwrap_or(0), 0, None))
+}
+
+/// The summary's `error_summary` entries, as `(count, "HTTP 502 (Bad Gateway)")`.
+fn error_kinds(s: &summary::Summary) -> Vec<(u64, String)> {
+    s.error_summary
+        .iter()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.count.filter(|c| c.is_finite() && *c > 0.0)?.round() as u64;
+            let d = &e.error_details;
+            let code = match &d.code {
+                Some(serde_json::Value::Number(c)) => format!("HTTP {c}"),
+                Some(serde_json::Value::String(c)) => c.clone(),
+                _ => "an error".to_string(),
+            };
+            let kind = d
+                .kind
+                .as_deref()
+                .map(|k| format!(" ({k})"))
+                .unwrap_or_default();
+            Some((n, format!("{code}{kind}")))
+        })
+        .collect()
+}
+
+fn request_errors(ctx: &Ctx, findings: &mut Vec<Finding>) {
+    let Some(s) = ctx.run.summary.as_ref() else {
+        return;
+    };
+    let kinds = error_kinds(s);
+    let failed: u64 = kinds.iter().map(|k| k.0).sum();
+    if failed == 0 {
+        return;
+    }
+    let listed: Vec<String> = kinds.iter().map(|(n, k)| format!("{n} x {k}")).collect();
+    let ok = realised(ctx, Phase::Profiling).map(|r| r.0);
+    let of = ok
+        .map(|ok| format!(" of {} profiling requests", ok + failed))
+        .unwrap_or_default();
+    let configured = ctx
+        .model
+        .profiling
+        .configured_requests
+        .map(|c| format!(" (configured {c})"))
+        .unwrap_or_default();
+    let mut f = Finding::new(
+        REQUEST_ERRORS,
+        format!(
+            "{failed} request(s){of}{configured} failed: {}; every published latency and \
+             throughput statistic is over the successful ones only and says nothing about them",
+            listed.join(", ")
+        ),
+    )
+    .file(summary::FILE)
+    .field("error_summary")
+    .expected_found(0, failed)
+    .effect("failed_requests", failed as f64, Unit::Count);
+    if let Some(ok) = ok {
+        f = f.effect(
+            "failed_share",
+            failed as f64 / (ok + failed) as f64 * 100.0,
+            Unit::Percent,
+        );
+    }
+    findings.push(f);
+}
+
 fn request_counts(ctx: &Ctx, findings: &mut Vec<Finding>) {
     for phase in [Phase::Warmup, Phase::Profiling] {
         let Some(p) = ctx.model.phase(phase) else {
             continue;
         };
-        let (Some(configured), Some(successful)) = (p.configured_requests, p.successful) else {
+        let (Some(configured), Some((successful, errors, cancelled, records))) =
+            (p.configured_requests, realised(ctx, phase))
+        else {
             continue;
         };
         if configured == successful {
             continue;
         }
-        let errors = p.errors.unwrap_or(0);
-        let cancelled = p.cancelled.unwrap_or(0);
+        // Failures the summary names: reported as request-errors.
+        let named = ctx
+            .run
+            .summary
+            .as_ref()
+            .map(|s| error_kinds(s).iter().map(|k| k.0).sum::<u64>())
+            .unwrap_or(0);
+        if phase == Phase::Profiling
+            && errors > 0
+            && configured == successful + errors
+            && named == errors
+        {
+            continue;
+        }
         let missing = configured as i64 - successful as i64;
         let why = if errors > 0 {
             format!("{errors} failed ({cancelled} of them cancelled)")
-        } else if p.records.unwrap_or(0) < configured {
+        } else if records.unwrap_or(successful) < configured {
             "records are missing (an incomplete or killed run?)".to_string()
         } else {
             "more records than configured".to_string()

@@ -41,6 +41,8 @@ crate::define_codes! { "cold_connections";
         "Every profiling request opened a new connection; there is no warm baseline"),
     CONNECTION_FIELDS_MISSING => ("connection-fields-missing", Info,
         "Records lack the HTTP connection fields; cold requests cannot be told apart"),
+    COLD_REQUESTS_UNMEASURED => ("cold-requests-unmeasured", Warning,
+        "Without records, the summary's connection figures say cold requests are in the published statistics"),
 }
 
 /// The per-request metrics whose bias is reported: the published ones.
@@ -347,6 +349,7 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
     };
     let mut findings = Vec::new();
     let Some(records) = ctx.records() else {
+        findings.extend(ctx.run.summary.as_ref().and_then(from_summary));
         return CheckOutput {
             report: Arc::new(empty(thresholds)),
             findings,
@@ -667,6 +670,54 @@ fn noise_of(cold: &[f64], warm: &[f64], min_warm: usize) -> Noise {
             reason: Some("no spread in the values".into()),
         },
     }
+}
+
+/// A folder with only the summary: its `http_req_connection_reused`
+/// aggregate (the share of requests that reused a connection) says how many
+/// published requests paid for a new one, and `http_req_connecting` what
+/// that cost on average over all of them; the bias needs the records.
+fn from_summary(s: &crate::artifacts::summary::Summary) -> Option<Finding> {
+    let reused = s.metrics.get(Metric::HttpReqConnectionReused.tag())?;
+    // Schema 1.0 (AIPerf 0.7) has no `count`: the successful requests are
+    // what the statistic is over.
+    let count = reused.count.or_else(|| s.scalar("request_count"));
+    let (avg, count) = (reused.avg?, count?);
+    if !(0.0..1.0).contains(&avg) || !count.is_finite() || count <= 0.0 {
+        return None;
+    }
+    let cold = ((1.0 - avg) * count).round();
+    if cold < 1.0 {
+        return None;
+    }
+    let connect = s
+        .metrics
+        .get(Metric::HttpReqConnecting.tag())
+        .and_then(|m| m.avg)
+        .filter(|x| x.is_finite())
+        .map(|c| {
+            format!(
+                "; http_req_connecting averages {c:.3} ms over all of them, about {:.3} ms per \
+                 cold request",
+                c * count / cold
+            )
+        })
+        .unwrap_or_default();
+    Some(
+        Finding::new(
+            COLD_REQUESTS_UNMEASURED,
+            format!(
+                "the summary's http_req_connection_reused averages {avg:.4} over {count:.0} \
+                 requests: about {cold:.0} of the published requests opened a new connection, \
+                 and their DNS + connect time is in the published TTFT and latency{connect}. \
+                 profile_export.jsonl is needed to measure the bias and to leave them out"
+            ),
+        )
+        .file(crate::artifacts::summary::FILE)
+        .field("http_req_connection_reused.avg")
+        .expected_found(1.0, avg)
+        .effect("cold_requests", cold, Unit::Count)
+        .effect("cold_share", (1.0 - avg) * 100.0, Unit::Percent),
+    )
 }
 
 fn overhead_share(cold: &[&Record]) -> Option<f64> {

@@ -45,6 +45,21 @@ pub const AFTER_FIRST_TOKEN: &[crate::artifacts::records::Metric] = &[
     crate::artifacts::records::Metric::OutputTokenThroughputPerUser,
 ];
 
+/// When the request reached the server (ns): its start plus the DNS
+/// lookup and connect it paid first. A cold request is sent a handshake
+/// after a warm one that started with it; the server orders them by this.
+pub fn arrival_ns(r: &crate::artifacts::records::Record) -> u64 {
+    use crate::artifacts::records::Metric;
+    let paid_ms = r.values.get(Metric::HttpReqDnsLookup).unwrap_or(0.0)
+        + r.values.get(Metric::HttpReqConnecting).unwrap_or(0.0);
+    let paid_ns = if paid_ms.is_finite() && paid_ms > 0.0 {
+        (paid_ms * 1e6).min(u64::MAX as f64) as u64
+    } else {
+        0
+    };
+    r.request_start_ns.saturating_add(paid_ns)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 
 use super::server::ServerRate;
 use crate::artifacts::records::{Metric, Phase, Record};
+use crate::model::connection::arrival_ns;
 
 /// Requests whose prompt tokens account exactly for a server/client difference.
 pub struct Crossing<'a> {
@@ -99,16 +100,18 @@ pub fn boundary_requests(
             requests,
         })
     } else if let Some(requests) = shortest_run(
-        // Only requests that started while the warmup window was open can
-        // have been counted in it (the phase check's overlap counts them).
-        succ(Phase::Profiling).filter(|r| warmup_end_ns.is_none_or(|we| r.request_start_ns < we)),
-        |r| r.request_start_ns,
+        // Only requests that reached the server while the warmup window
+        // was open can have been counted in it; in the order the server saw
+        // them (a cold request arrives a connect later than it started).
+        succ(Phase::Profiling).filter(|r| warmup_end_ns.is_none_or(|we| arrival_ns(r) < we)),
+        arrival_ns,
         false,
         diff.abs(),
     ) {
         Some(Crossing {
             phase: Phase::Profiling,
-            how: "were the first to start in profiling, counted before the warmup window closed"
+            how: "were the first to reach the server in profiling, counted before the warmup \
+                  window closed"
                 .into(),
             requests,
         })
@@ -284,5 +287,29 @@ mod tests {
         // window closed: not "counted before it closed".
         let c = boundary_requests(&records, -70.0, Some(100), Some(150));
         assert!(c.is_none_or(|c| !c.how.contains("before the warmup window closed")));
+    }
+
+    #[test]
+    fn the_first_requests_are_the_first_the_server_saw_not_the_first_sent() {
+        // Two profiling requests started together; the one at 100 paid a
+        // 40 ms connect (cold), so the server saw the one at 101 first. A
+        // deficit of the warm one's 25 tokens names it, not the cold one.
+        let mut cold = rec(1, 100, 30.0);
+        cold.values.set(Metric::HttpReqConnecting, Some(40.0));
+        let warm = rec(2, 101, 25.0);
+        let records = [cold, warm];
+        let c = boundary_requests(&records, -25.0, Some(90), Some(20_000_000)).expect("found");
+        assert_eq!(c.requests.iter().map(|r| r.line).collect::<Vec<_>>(), [2]);
+        assert!(c.how.contains("first to reach the server"), "{}", c.how);
+        // By send time the cold request would come first and 25 could not
+        // be matched by a prefix: the first to start holds 30.
+        assert!(
+            boundary_requests(&records, -30.0, Some(90), Some(20_000_000)).is_none_or(|c| c
+                .requests
+                .iter()
+                .map(|r| r.line)
+                .collect::<Vec<_>>()
+                != [1])
+        );
     }
 }
