@@ -162,6 +162,8 @@ pub mod reading {
             "The last line of a JSON-lines artifact is cut off (the run was killed mid-write)"),
         OVERSIZED_LINE => ("oversized-line", Error,
             "A line of a JSON-lines artifact is longer than the reader accepts; it was skipped"),
+        UNSUPPORTED_LAYOUT => ("unsupported-layout", Warning,
+            "A file is in a layout this tool recognises but does not read (an AIPerf development build): its checks cannot tell"),
         UNKNOWN_SCHEMA_VERSION => ("unknown-schema-version", Warning,
             "An artifact declares a schema version this tool was not built for"),
         SYMLINK_OUTSIDE_RUN => ("symlink-outside-run", Warning,

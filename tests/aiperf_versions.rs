@@ -454,3 +454,154 @@ fn a_summary_only_folder_gets_the_checks_it_can_have() {
         assert!(findings(&run, "request-count-mismatch").is_empty(), "{v}");
     }
 }
+
+/// A development build's record layout (late 2025: `credit_phase`,
+/// `timestamp_ns`, metrics named `ttft`; made here from a real 0.13.0
+/// run's records, renamed as that layout names them) is one finding that
+/// names it and what cannot be checked, not an `invalid-record` per line.
+#[test]
+fn a_development_build_layout_is_one_finding_not_one_per_line() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let run = tmp.path().join("dev-build");
+    copy_dir(&dir("0.13.0", "clean"), &run);
+    let records = jsonl(&run.join("profile_export.jsonl"));
+    let renamed: Vec<Value> = records
+        .iter()
+        .map(|r| {
+            let m = &r["metadata"];
+            let mut metrics = r["metrics"].clone();
+            let metrics = metrics.as_object_mut().expect("metrics");
+            if let Some(t) = metrics.remove("time_to_first_token") {
+                metrics.insert("ttft".into(), t);
+            }
+            serde_json::json!({
+                "record_id": "",
+                "metadata": {
+                    "conversation_id": m["conversation_id"],
+                    "turn_index": m["turn_index"],
+                    "timestamp_ns": m["request_start_ns"],
+                    "worker_id": m["worker_id"],
+                    "record_processor_id": m["record_processor_id"],
+                    "credit_phase": m["benchmark_phase"],
+                    "error": null,
+                },
+                "metrics": metrics,
+            })
+        })
+        .collect();
+    write_jsonl(&run.join("profile_export.jsonl"), &renamed);
+    let (report, code) = json_report(&[run.as_path()], &[]);
+    assert_ne!(code, 2);
+    let run = &report["runs"][0];
+    assert!(
+        findings(run, "invalid-record").is_empty(),
+        "{:?}",
+        codes(run)
+    );
+    let f = findings(run, "unsupported-layout");
+    assert_eq!(f.len(), 1, "{:?}", codes(run));
+    let msg = f[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("credit_phase") && msg.contains("cold_connections"),
+        "{msg}"
+    );
+    assert_eq!(run["checks"]["cold_connections"]["status"], "unknown");
+}
+
+/// InferenceX exports write a scrape endpoint as a bare `host:port`: the
+/// same run with its endpoints written so (in the export and the raw
+/// scrapes) gets the same verdict.
+#[test]
+fn a_bare_host_port_endpoint_gets_the_same_verdict() {
+    for s in ["late-warmup", "prefix-cache"] {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let run = tmp.path().join(s);
+        copy_dir(&dir("0.13.0", s), &run);
+        for f in ["server_metrics_export.json", "server_metrics_export.jsonl"] {
+            let p = run.join(f);
+            let text = std::fs::read_to_string(&p).expect("read");
+            let bare = regex_free_strip(&text);
+            assert_ne!(bare, text, "{f} names its endpoint");
+            std::fs::write(&p, bare).expect("write");
+        }
+        let verdict = |r: &Value| {
+            let mut v: Vec<(String, String)> = r["findings"]
+                .as_array()
+                .expect("findings")
+                .iter()
+                .map(|f| {
+                    (
+                        f["code"].as_str().expect("c").into(),
+                        f["severity"].as_str().expect("s").into(),
+                    )
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        let (original, code_a) = audit("0.13.0", s);
+        let (bare, code_b) = json_report(&[run.as_path()], &[]);
+        assert_eq!(code_a, code_b, "{s}");
+        assert_eq!(verdict(&original), verdict(&bare["runs"][0]), "{s}");
+    }
+}
+
+/// `http://127.0.0.1:PORT/metrics` written as `127.0.0.1:PORT`.
+fn regex_free_strip(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("http://127.0.0.1:") {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i + "http://".len()..];
+        let end = tail.find('"').unwrap_or(tail.len());
+        out.push_str(tail[..end].trim_end_matches("/metrics"));
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// agentx-harness 1.0.x (an AIPerf fork) writes warmup records with
+/// `benchmark_phase` but no `phase_kind` / `phase_name` / `phase_index`,
+/// and numbers its own versions: read by its files, it gets the verdict of
+/// the AIPerf run it was made from.
+#[test]
+fn a_fork_without_phase_kind_is_read_by_its_files() {
+    for s in ["clean", "late-warmup", "cold-tls"] {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let run = tmp.path().join(s);
+        copy_dir(&dir("0.13.0", s), &run);
+        let records: Vec<Value> = jsonl(&run.join("profile_export.jsonl"))
+            .into_iter()
+            .map(|mut r| {
+                let m = r["metadata"].as_object_mut().expect("metadata");
+                for k in ["phase_kind", "phase_name", "phase_index"] {
+                    m.remove(k);
+                }
+                r
+            })
+            .collect();
+        write_jsonl(&run.join("profile_export.jsonl"), &records);
+        for f in ["profile_export_aiperf.json", "server_metrics_export.json"] {
+            let p = run.join(f);
+            let text = std::fs::read_to_string(&p).expect("read");
+            std::fs::write(&p, text.replace("\"0.13.0\"", "\"1.0.2\"")).expect("write");
+        }
+        let codes_of = |r: &Value| {
+            let mut v: Vec<String> = codes(r)
+                .into_iter()
+                .filter(|c| c != "aiperf-version-advisory")
+                .collect();
+            v.sort();
+            v
+        };
+        let (original, _) = audit("0.13.0", s);
+        let (fork, _) = json_report(&[run.as_path()], &[]);
+        let fork = &fork["runs"][0];
+        assert_eq!(codes_of(&original), codes_of(fork), "{s}");
+        assert_eq!(
+            fork["phases"]["warmup"]["records"],
+            original["phases"]["warmup"]["records"]
+        );
+    }
+}

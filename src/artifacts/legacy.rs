@@ -121,9 +121,87 @@ pub fn profiling_window(run: &mut RunArtifacts) -> bool {
     true
 }
 
+/// The layout of `profile_export.jsonl` when none of its lines could be
+/// read and its first line is an AIPerf development build's of late 2025
+/// (`metadata.credit_phase`, `metadata.timestamp_ns`, no
+/// `request_start_ns`; metrics named `ttft`): words naming it.
+pub fn development_layout(first_line: &[u8]) -> Option<&'static str> {
+    let v: serde_json::Value = serde_json::from_slice(first_line).ok()?;
+    let m = v.get("metadata")?.as_object()?;
+    let dev = m.contains_key("credit_phase")
+        && m.contains_key("timestamp_ns")
+        && !m.contains_key("request_start_ns");
+    dev.then_some(
+        "an AIPerf development build's of late 2025 (metadata.credit_phase and \
+         metadata.timestamp_ns instead of benchmark_phase and request_start_ns / \
+         request_end_ns; metrics named ttft, ttst)",
+    )
+}
+
+/// When no record of `profile_export.jsonl` could be read and the file is
+/// in a layout [`development_layout`] recognises: one finding naming it and
+/// what cannot be checked, in place of an `invalid-record` per line; the
+/// records are then not read at all.
+pub fn unsupported_records(run: &mut RunArtifacts) {
+    use super::records;
+    use crate::findings::{reading, Finding};
+    let Some(r) = run.records.as_ref() else {
+        return;
+    };
+    let invalid =
+        |f: &Finding| f.code == reading::INVALID_RECORD && f.file.as_deref() == Some(records::FILE);
+    if !r.records.is_empty() || !run.findings.iter().any(invalid) {
+        return;
+    }
+    let first = std::fs::File::open(run.dir.join(records::FILE))
+        .ok()
+        .and_then(|f| {
+            use std::io::{BufRead, Read};
+            let mut line = Vec::new();
+            std::io::BufReader::new(f.take(1 << 20))
+                .read_until(b'\n', &mut line)
+                .ok()?;
+            Some(line)
+        });
+    let Some(layout) = first.as_deref().and_then(development_layout) else {
+        return;
+    };
+    let lines = r.lines;
+    run.findings.retain(|f| !invalid(f));
+    run.findings.push(
+        Finding::new(
+            reading::UNSUPPORTED_LAYOUT,
+            format!(
+                "{} is in {layout}: none of its {lines} line(s) is read, so cold_connections, \
+                 the clients' cache hit rate and prefill throughput, the phase check's request \
+                 counts (taken from the configuration instead) and the summary's \
+                 recomputation cannot tell",
+                records::FILE
+            ),
+        )
+        .file(records::FILE)
+        .expected_found(
+            "request_start_ns, benchmark_phase",
+            "timestamp_ns, credit_phase",
+        )
+        .effect("lines_not_read", lines as f64, crate::findings::Unit::Count),
+    );
+    run.records = None;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_development_layout_is_recognised_by_its_metadata() {
+        // The record layout AIPerf's documentation showed in late 2025.
+        let dev = br#"{"record_id":"","metadata":{"conversation_id":"c","turn_index":0,"timestamp_ns":1234567890123456789,"worker_id":"w","record_processor_id":"p","credit_phase":"profiling","error":null},"metrics":{"request_latency":{"value":123.45,"unit":"ms"},"ttft":{"value":45.67,"unit":"ms"}}}"#;
+        assert!(development_layout(dev).is_some());
+        let current = br#"{"metadata":{"benchmark_phase":"profiling","request_start_ns":1,"request_end_ns":2,"timestamp_ns":1},"metrics":{}}"#;
+        assert!(development_layout(current).is_none());
+        assert!(development_layout(b"not json").is_none());
+    }
 
     #[test]
     fn naive_times_read_as_utc() {

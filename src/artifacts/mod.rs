@@ -431,6 +431,7 @@ pub fn load(dir: &Path) -> RunArtifacts {
             .and_then(|s| s.schema_version.as_deref()),
         server_metrics::KNOWN_SCHEMAS,
     );
+    legacy::unsupported_records(&mut run);
     run.unreadable = run.summary.is_none() && run.records.is_none() && run.server.is_none();
     legacy::profiling_window(&mut run);
     run
