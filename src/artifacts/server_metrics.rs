@@ -85,9 +85,51 @@ pub struct Series {
     /// Histogram: `le` → cumulative count delta. Absent after a reset.
     #[serde(default)]
     pub buckets: Option<BTreeMap<String, f64>>,
-    /// Timeslices, if exported.
+    /// Timeslices, if exported: the first kept, the rest counted.
     #[serde(default)]
-    pub timeslices: Option<Vec<Timeslice>>,
+    pub timeslices: Option<Timeslices>,
+}
+
+/// A series' timeslices as read: the first (the checks ask where the
+/// slices start) and how many there are. A long run sliced finely has
+/// thousands per series; they are skipped, not built.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Timeslices {
+    /// The first slice.
+    pub first: Option<Timeslice>,
+    /// Slices in the array.
+    pub len: usize,
+}
+
+impl Timeslices {
+    /// The first slice.
+    pub fn first(&self) -> Option<&Timeslice> {
+        self.first.as_ref()
+    }
+}
+
+impl<'de> Deserialize<'de> for Timeslices {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Seq;
+        impl<'de> serde::de::Visitor<'de> for Seq {
+            type Value = Timeslices;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of timeslices")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Timeslices, A::Error> {
+                let first: Option<Timeslice> = seq.next_element()?;
+                let mut len = usize::from(first.is_some());
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    len += 1;
+                }
+                Ok(Timeslices { first, len })
+            }
+        }
+        d.deserialize_seq(Seq)
+    }
 }
 
 impl Series {
