@@ -93,6 +93,11 @@ fn the_documented_workflow_writes_every_report_when_the_audit_fails() {
     let json: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(out.join("report.json")).expect("json written"))
             .expect("valid JSON");
+    let sarif: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(t.path().join("out/artifact-check.sarif")).expect("sarif written"),
+    )
+    .expect("sarif json");
+    assert_eq!(sarif["version"], "2.1.0");
     assert_eq!(json["summary"]["runs"], 2);
     assert_eq!(json["summary"]["exit_code"], 1);
     let md = fs::read_to_string(out.join("summary.md")).expect("markdown written");
@@ -117,7 +122,7 @@ fn a_report_path_inside_a_run_is_refused_before_anything_is_written() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("inside the audited run directory"), "{err}");
     assert!(!md.exists() && !inside.exists());
-    let (_, err, code) = cli(&[dir.to_str().expect("utf8"), "--report", "sarif=x"]);
+    let (_, err, code) = cli(&[dir.to_str().expect("utf8"), "--report", "yaml=x"]);
     assert_eq!(code, 2);
     assert!(err.contains("not a format"), "{err}");
 }

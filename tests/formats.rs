@@ -188,3 +188,98 @@ fn ndjson_has_a_line_per_run_and_finding() {
         .filter(|l| l["kind"] == "finding")
         .all(|l| l["run"].is_string() && l["code"].is_string()));
 }
+
+/// SARIF 2.1.0: the properties GitHub code scanning requires, a rule per
+/// code with its documentation, a result per finding at a file that
+/// exists, on its rule, with a fingerprint that is the same in a second
+/// audit and differs between findings.
+#[test]
+fn sarif_has_a_rule_per_code_and_a_located_result_per_finding() {
+    let (sarif, code) = all_runs("sarif", &[]);
+    let (again, _) = all_runs("sarif", &[]);
+    let (json, json_code) = all_runs("json", &[]);
+    assert_eq!(
+        code, json_code,
+        "the exit code does not depend on the format"
+    );
+    let log: serde_json::Value = serde_json::from_str(&sarif).expect("json");
+    let report: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(log["version"], "2.1.0");
+    let run = &log["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "artifact-check");
+    let rules = run["tool"]["driver"]["rules"].as_array().expect("rules");
+    assert!(rules
+        .iter()
+        .all(|r| r["shortDescription"]["text"].is_string()
+            && r["fullDescription"]["text"].is_string()
+            && r["help"]["text"].is_string()));
+    let results = run["results"].as_array().expect("results");
+    let findings: usize = report["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| r["findings"].as_array().expect("f").len())
+        .sum();
+    assert_eq!(results.len(), findings);
+    let mut prints = std::collections::HashSet::new();
+    for r in results {
+        let i = r["ruleIndex"].as_u64().expect("ruleIndex") as usize;
+        assert_eq!(rules[i]["id"], r["ruleId"]);
+        assert!(["error", "warning", "note"].contains(&r["level"].as_str().expect("level")));
+        let loc = &r["locations"][0]["physicalLocation"];
+        let uri = loc["artifactLocation"]["uri"].as_str().expect("uri");
+        assert!(std::path::Path::new(uri).is_file(), "{uri}");
+        assert!(loc["region"]["startLine"].as_u64().expect("line") >= 1);
+        prints.insert(
+            r["partialFingerprints"]["artifactCheck/v1"]
+                .as_str()
+                .expect("fp")
+                .to_string(),
+        );
+    }
+    assert_eq!(sarif, again, "the same audit, the same log");
+    // Findings of one code, file and subject repeat only where the audit
+    // repeats them (capped invalid lines): nearly all are distinct.
+    assert!(
+        prints.len() * 10 >= results.len() * 9,
+        "{} of {}",
+        prints.len(),
+        results.len()
+    );
+}
+
+/// GitLab Code Quality: an issue per finding with the fields GitLab reads,
+/// at a file that exists.
+#[test]
+fn gitlab_code_quality_has_an_issue_per_finding() {
+    let (gl, code) = all_runs("gitlab", &[]);
+    assert_eq!(code, 1);
+    let (json, _) = all_runs("json", &[]);
+    let issues: Vec<serde_json::Value> = serde_json::from_str(&gl).expect("an array");
+    let report: serde_json::Value = serde_json::from_str(&json).expect("json");
+    let findings: Vec<&serde_json::Value> = report["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .flat_map(|r| r["findings"].as_array().expect("f"))
+        .collect();
+    assert_eq!(issues.len(), findings.len());
+    for (i, f) in issues.iter().zip(findings) {
+        assert_eq!(i["check_name"], f["code"]);
+        let sev = i["severity"].as_str().expect("severity");
+        let want = match f["severity"].as_str().expect("s") {
+            "error" => "critical",
+            "warning" => "minor",
+            _ => "info",
+        };
+        assert_eq!(sev, want);
+        assert!(i["description"]
+            .as_str()
+            .expect("d")
+            .contains(f["message"].as_str().expect("m")));
+        assert!(i["fingerprint"].as_str().expect("fp").len() == 16);
+        let path = i["location"]["path"].as_str().expect("path");
+        assert!(std::path::Path::new(path).is_file(), "{path}");
+        assert!(i["location"]["lines"]["begin"].as_u64().expect("line") >= 1);
+    }
+}

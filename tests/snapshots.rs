@@ -8,7 +8,7 @@ mod common;
 use common::*;
 
 const FORMATS: &[&str] = &[
-    "concise", "table", "json", "markdown", "junit", "github", "ndjson",
+    "concise", "table", "json", "markdown", "junit", "github", "ndjson", "sarif", "gitlab",
 ];
 
 /// The binary's output for `args`, run from the crate root with relative

@@ -6,10 +6,12 @@
 mod concise;
 pub mod escape;
 mod github;
+mod gitlab;
 pub mod json;
 mod junit;
 mod markdown;
 pub mod ndjson;
+mod sarif;
 mod table;
 
 use std::io::{self, Write};
@@ -38,6 +40,11 @@ pub enum Format {
     /// One JSON object per line: a line per run, per finding (with its
     /// run), per path error, and the summary (fleet aggregation).
     Ndjson,
+    /// SARIF 2.1.0 (GitHub code scanning): a rule per code, a result per
+    /// finding.
+    Sarif,
+    /// GitLab Code Quality: an issue per finding.
+    Gitlab,
 }
 
 impl Format {
@@ -51,6 +58,8 @@ impl Format {
             Format::Markdown => "markdown",
             Format::Github => "github",
             Format::Ndjson => "ndjson",
+            Format::Sarif => "sarif",
+            Format::Gitlab => "gitlab",
         }
     }
 }
@@ -85,6 +94,8 @@ pub fn render(
         Format::Markdown => markdown::render(report, out),
         Format::Github => github::render(report, out),
         Format::Ndjson => ndjson::render(report, out),
+        Format::Sarif => sarif::render(report, out),
+        Format::Gitlab => gitlab::render(report, out),
     }
 }
 

@@ -1,0 +1,170 @@
+//! SARIF 2.1.0 (GitHub code scanning, and every SARIF viewer): one SARIF
+//! run for the audit, a rule per finding code found (its summary, default level,
+//! and its docs/checks.md entry as the description and help), a result per finding at
+//! `<run directory>/<file>` (line 1 when the finding names none: a result
+//! needs a region to be shown), with a fingerprint that stays the same
+//! from audit to audit of the same run, and the finding's metric, endpoint,
+//! series, expected, found and effect as properties.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use serde_json::{json, Value};
+
+use super::escape::write_json;
+use crate::findings::{Finding, Severity};
+use crate::Report;
+
+fn level(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "note",
+    }
+}
+
+/// The artifact a finding points at, relative to where the audit ran.
+pub(crate) fn location(run: &str, f: &Finding) -> String {
+    let file = f.file.as_deref().unwrap_or("profile_export_aiperf.json");
+    let run = run.trim_end_matches('/');
+    if run.is_empty() || run == "." {
+        file.to_string()
+    } else {
+        format!("{run}/{file}")
+    }
+}
+
+/// A stable identity of a finding across audits: its code, run, file and
+/// subject (metric, endpoint, series), not its wording or sizes. FNV-1a,
+/// 64 bits, hex.
+pub(crate) fn fingerprint(run: &str, f: &Finding) -> String {
+    let series = f
+        .series
+        .as_ref()
+        .map(|s| {
+            s.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default();
+    let key = [
+        f.code.as_str(),
+        run,
+        f.file.as_deref().unwrap_or(""),
+        f.field.as_deref().unwrap_or(""),
+        f.metric.as_deref().unwrap_or(""),
+        f.endpoint.as_deref().unwrap_or(""),
+        &series,
+    ]
+    .join("\u{1f}");
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// Writes the SARIF log.
+pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    // The rules of the codes found, in registry order.
+    let found: std::collections::BTreeSet<&str> = report
+        .runs
+        .iter()
+        .flat_map(|r| r.findings.iter().map(|f| f.code.as_str()))
+        .collect();
+    let codes: Vec<crate::findings::Code> = crate::checks::codes()
+        .filter(|c| found.contains(c.as_str()))
+        .collect();
+    let index: BTreeMap<&str, usize> = codes
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.as_str(), i))
+        .collect();
+    let rules: Vec<Value> = codes
+        .iter()
+        .map(|c| {
+            let doc = crate::findings::explanation(c.as_str()).unwrap_or_default();
+            let column = |name: &str| doc.iter().find(|(h, _)| h == name).map(|x| x.1.clone());
+            let mut rule = json!({
+                "id": c.as_str(),
+                "name": c.as_str(),
+                "shortDescription": {"text": c.summary()},
+                "defaultConfiguration": {"level": level(c.severity())},
+                "properties": {"check": c.check()},
+            });
+            if let Some(m) = column("meaning").or_else(|| column("when")) {
+                rule["fullDescription"] = json!({"text": m});
+            }
+            // The whole docs/checks.md row, as `artifact-check explain` prints it.
+            if !doc.is_empty() {
+                let text: Vec<String> = doc.iter().map(|(h, t)| format!("{h}: {t}")).collect();
+                rule["help"] = json!({"text": text.join("\n")});
+            }
+            rule
+        })
+        .collect();
+    let mut results = Vec::new();
+    for r in &report.runs {
+        for f in &r.findings {
+            let mut region = json!({"startLine": f.line.unwrap_or(1).max(1)});
+            if f.line.is_none() {
+                region["message"] = json!({"text": "the file as a whole"});
+            }
+            let mut props = serde_json::Map::new();
+            props.insert("run".into(), json!(r.path));
+            props.insert("check".into(), json!(f.check));
+            for (k, v) in [
+                ("field", f.field.as_ref().map(|x| json!(x))),
+                ("metric", f.metric.as_ref().map(|x| json!(x))),
+                ("endpoint", f.endpoint.as_ref().map(|x| json!(x))),
+                ("series", f.series.as_ref().map(|x| json!(x))),
+                ("expected", f.expected.clone()),
+                ("found", f.found.clone()),
+            ] {
+                if let Some(v) = v {
+                    props.insert(k.into(), v);
+                }
+            }
+            if !f.effect.is_empty() {
+                props.insert("effect".into(), json!(f.effect));
+            }
+            let mut result = json!({
+                "ruleId": f.code.as_str(),
+                "level": level(f.severity),
+                "message": {"text": f.message},
+                "locations": [{
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": location(&r.path, f)},
+                        "region": region,
+                    }
+                }],
+                "partialFingerprints": {"artifactCheck/v1": fingerprint(&r.path, f)},
+                "properties": props,
+            });
+            if let Some(i) = index.get(f.code.as_str()) {
+                result["ruleIndex"] = json!(i);
+            }
+            results.push(result);
+        }
+    }
+    let log = json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "artifact-check",
+                "version": report.tool_version,
+                "rules": rules,
+            }},
+            "results": results,
+            "invocations": [{
+                "executionSuccessful": report.summary.exit_code != crate::EXIT_ERROR,
+                "exitCode": report.summary.exit_code,
+            }],
+        }],
+    });
+    write_json(&mut *out, &log)?;
+    writeln!(out)
+}
