@@ -3,7 +3,8 @@
 //!
 //! ```toml
 //! [[claim]]
-//! name = "ttft_p99_ms"          # or time_to_first_token.p99, prefix_cache_hit_rate, ...
+//! name = "ttft_p99_ms"          # or time_to_first_token.p99, prefix_cache_hit_rate,
+//!                               # output_token_throughput, request_throughput, ...
 //! value = 152.0
 //! tolerance-pct = 5.0           # relative; or `tolerance = 0.5` (absolute)
 //! ```
@@ -33,6 +34,12 @@ pub enum Quantity {
     Record(Metric, Stat),
     /// The clients' token-weighted prefix-cache hit rate (0..1).
     PrefixCacheHitRate,
+    /// AIPerf's `output_token_throughput` (tokens/s): the successful
+    /// profiling requests' output tokens over the profiling window.
+    OutputTokenThroughput,
+    /// AIPerf's `request_throughput` (requests/s): the successful profiling
+    /// requests over the profiling window.
+    RequestThroughput,
 }
 
 /// A parsed claim.
@@ -68,8 +75,11 @@ struct ClaimSpec {
 /// Parses a claim name: `<tag>.<stat>`, the aliases `ttft_<stat>_ms`,
 /// `latency_<stat>_ms`, `itl_<stat>_ms`, or `prefix_cache_hit_rate`.
 pub fn quantity(name: &str) -> Option<Quantity> {
-    if name == "prefix_cache_hit_rate" {
-        return Some(Quantity::PrefixCacheHitRate);
+    match name {
+        "prefix_cache_hit_rate" => return Some(Quantity::PrefixCacheHitRate),
+        "output_token_throughput" => return Some(Quantity::OutputTokenThroughput),
+        "request_throughput" => return Some(Quantity::RequestThroughput),
+        _ => {}
     }
     let stat_of = Stat::parse;
     if let Some((tag, stat)) = name.rsplit_once('.') {
@@ -109,7 +119,8 @@ pub enum ClaimsError {
     /// A claim names no quantity this tool knows.
     #[error(
         "{}: unknown claim {name:?} (use <metric>.<mean|p50|p90|p99>, ttft_p99_ms, \
-         latency_p50_ms, itl_mean_ms, prefix_cache_hit_rate)",
+         latency_p50_ms, itl_mean_ms, prefix_cache_hit_rate, output_token_throughput, \
+         request_throughput)",
         path.display()
     )]
     UnknownClaim {
@@ -207,12 +218,40 @@ pub struct ClaimResult {
     pub difference_pct: Option<f64>,
     /// Within tolerance; `null` when unknown.
     pub within: Option<bool>,
+    /// Which records the supported value is over, in words.
+    #[serde(skip)]
+    over: &'static str,
+}
+
+/// A throughput as AIPerf computes it: the successful profiling requests'
+/// `per` (output tokens, or 1 per request) over the profiling window
+/// (`window_ns`, AIPerf's observation duration; the records' span when the
+/// export has none). Over every successful request, cold ones included:
+/// leaving requests out of a count over the same time is no cleaning.
+fn throughput(
+    records: &[Record],
+    window_ns: Option<(u64, u64)>,
+    per: impl Fn(&Record) -> Option<f64>,
+) -> Option<f64> {
+    let ok: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.phase == Phase::Profiling && r.is_success())
+        .collect();
+    let span = window_ns.or_else(|| {
+        let a = ok.iter().map(|r| r.request_start_ns).min()?;
+        let b = ok.iter().map(|r| r.request_end_ns).max()?;
+        Some((a, b))
+    })?;
+    let secs = span.1.checked_sub(span.0)? as f64 / 1e9;
+    let total: f64 = ok.iter().map(|r| per(r)).sum::<Option<f64>>()?;
+    (secs > 0.0 && !ok.is_empty()).then(|| total / secs)
 }
 
 /// Evaluates the claims on a run's records.
 pub fn evaluate(
     claims: &[Claim],
     records: Option<&[Record]>,
+    window_ns: Option<(u64, u64)>,
     settings: &Settings,
 ) -> (Vec<ClaimResult>, Vec<Finding>) {
     let ex = Exclusions {
@@ -236,8 +275,24 @@ pub fn evaluate(
                         .filter(|r| r.phase == Phase::Profiling && r.is_success());
                     client_rate(ok).hit_rate
                 }),
+                Quantity::OutputTokenThroughput => records.and_then(|rs| {
+                    throughput(rs, window_ns, |r| r.values.get(Metric::OutputSequenceLength))
+                }),
+                Quantity::RequestThroughput => {
+                    records.and_then(|rs| throughput(rs, window_ns, |_| Some(1.0)))
+                }
             };
-            c.against(supported)
+            let over = match c.quantity {
+                Quantity::OutputTokenThroughput | Quantity::RequestThroughput => {
+                    "the successful profiling requests over the profiling window, as AIPerf counts them"
+                }
+                Quantity::PrefixCacheHitRate => "the successful profiling requests",
+                Quantity::Record(..) => "warmup, cold and failed requests dropped",
+            };
+            ClaimResult {
+                over,
+                ..c.against(supported)
+            }
         })
         .collect();
     let findings = results.iter().filter_map(ClaimResult::finding).collect();
@@ -263,6 +318,7 @@ impl Claim {
             difference: supported.map(|s| v - s),
             difference_pct,
             within,
+            over: "",
         }
     }
 }
@@ -276,10 +332,10 @@ impl ClaimResult {
                 Finding::new(
                     CLAIM_MISMATCH,
                     format!(
-                        "claim {} = {} but the cleaned artifacts (warmup, cold and failed \
-                         requests dropped) give {}: {}",
+                        "claim {} = {} but the artifacts ({}) give {}: {}",
                         self.name,
                         self.claimed,
+                        self.over,
                         self.supported
                             .map_or("nothing".to_string(), |s| format!("{s:.6}")),
                         // No percentage of 0: the absolute difference instead.
@@ -335,6 +391,14 @@ mod tests {
         assert_eq!(
             quantity("prefix_cache_hit_rate"),
             Some(Quantity::PrefixCacheHitRate)
+        );
+        assert_eq!(
+            quantity("output_token_throughput"),
+            Some(Quantity::OutputTokenThroughput)
+        );
+        assert_eq!(
+            quantity("request_throughput"),
+            Some(Quantity::RequestThroughput)
         );
         assert_eq!(quantity("ttft_p42_ms"), None);
         assert_eq!(quantity("nonsense.p99"), None);

@@ -191,7 +191,12 @@ pub fn audit_run(dir: &Path, settings: &Settings, claims: &[Claim]) -> RunReport
     let (claims, claim_findings) = if claims.is_empty() {
         (Vec::new(), Vec::new())
     } else {
-        claims::evaluate(claims, ctx.records(), settings)
+        claims::evaluate(
+            claims,
+            ctx.records(),
+            ctx.model.profiling.server_window_ns,
+            settings,
+        )
     };
     findings.extend(claim_findings);
     let shown = dir.display().to_string();

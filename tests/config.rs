@@ -364,3 +364,33 @@ fn a_baseline_passes_an_unchanged_run_and_fails_a_new_finding() {
     assert_eq!(code, 2);
     assert!(err.contains("not an artifact-check JSON report"), "{err}");
 }
+
+/// Throughput claims are held to AIPerf's own figure: the summary's
+/// `output_token_throughput` and `request_throughput` of every 0.13.0
+/// sample run are supported within 0.01 %, and 10 % more is a mismatch.
+#[test]
+fn throughput_claims_are_held_to_aiperfs_own_figures() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let claims = t.path().join("claims.toml");
+    for name in ["clean", "cold-tls", "vllm-dp", "dynamo-disagg"] {
+        let run = run_dir(name);
+        let summary: serde_json::Value = serde_json::from_str(
+            &fs::read_to_string(run.join("profile_export_aiperf.json")).expect("summary"),
+        )
+        .expect("json");
+        for (scale, within) in [(1.0, true), (1.1, false)] {
+            let mut text = String::new();
+            for q in ["output_token_throughput", "request_throughput"] {
+                let v = summary[q]["avg"].as_f64().expect(q) * scale;
+                text.push_str(&format!(
+                    "[[claim]]\nname = \"{q}\"\nvalue = {v}\ntolerance-pct = 0.01\n\n"
+                ));
+            }
+            fs::write(&claims, text).expect("write");
+            let (report, _) = json_report(&[&run], &["--expect", claims.to_str().expect("utf8")]);
+            for c in report["runs"][0]["claims"].as_array().expect("claims") {
+                assert_eq!(c["within"], within, "{name} x{scale}: {c}");
+            }
+        }
+    }
+}
