@@ -411,6 +411,47 @@ fn reversed_phases(m: &mut Manifest, f: &mut Vec<Finding>) {
     }
 }
 
+/// A `missing-artifact` finding for each absent main file not already
+/// reported, naming the checks its absence leaves unable to tell.
+fn note_missing(
+    summary: &Option<summary::Summary>,
+    records: &Option<records::RecordsRead>,
+    server: &Option<server_metrics::ServerMetricsExport>,
+    f: &mut Vec<Finding>,
+) {
+    for (name, present, needed_by) in [
+        (
+            records::FILE,
+            records.is_some(),
+            "cold_connections, the clients' cache hit rate and prefill throughput, and the \
+             recomputation of the summary's statistics",
+        ),
+        (
+            summary::FILE,
+            summary.is_some(),
+            "the summary's agreement with the records, and claims",
+        ),
+        (
+            server_metrics::FILE,
+            server.is_some(),
+            "phase_contamination and the server's cache hit rate",
+        ),
+    ] {
+        let already = f.iter().any(|x| x.file.as_deref() == Some(name));
+        if !present && !already {
+            f.push(
+                Finding::new(
+                    reading::MISSING_ARTIFACT,
+                    format!(
+                        "{name} is not in the run directory, so these cannot tell: {needed_by}"
+                    ),
+                )
+                .file(name),
+            );
+        }
+    }
+}
+
 /// Reads every artifact of the run in `dir`.
 pub fn load(dir: &Path) -> RunArtifacts {
     let mut run = RunArtifacts {
@@ -451,37 +492,7 @@ pub fn load(dir: &Path) -> RunArtifacts {
     if let Some(s) = run.scrapes.as_mut() {
         f.append(&mut s.findings);
     }
-    for (name, present, needed_by) in [
-        (
-            records::FILE,
-            run.records.is_some(),
-            "cold_connections, the clients' cache hit rate and prefill throughput, and the \
-             recomputation of the summary's statistics",
-        ),
-        (
-            summary::FILE,
-            run.summary.is_some(),
-            "the summary's agreement with the records, and claims",
-        ),
-        (
-            server_metrics::FILE,
-            run.server.is_some(),
-            "phase_contamination and the server's cache hit rate",
-        ),
-    ] {
-        let already = f.iter().any(|x| x.file.as_deref() == Some(name));
-        if !present && !already {
-            f.push(
-                Finding::new(
-                    reading::MISSING_ARTIFACT,
-                    format!(
-                        "{name} is not in the run directory, so these cannot tell: {needed_by}"
-                    ),
-                )
-                .file(name),
-            );
-        }
-    }
+    note_missing(&run.summary, &run.records, &run.server, f);
     check_schema(
         f,
         summary::FILE,

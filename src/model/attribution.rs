@@ -452,25 +452,8 @@ pub fn by_observation(
                 .filter(|i| cands[**i].phase == Phase::Warmup)
                 .count() as u64;
         }
-        let ranges = increment_ranges(a, b, k, dsum);
-        let point = dsum / k as f64;
-        let mixed_here = chosen
-            .iter()
-            .map(|i| cands[*i].phase)
-            .collect::<BTreeSet<_>>()
-            .len()
-            > 1;
-        for (j, (lo, hi, le)) in ranges.into_iter().enumerate() {
-            let cand = chosen.get(j).copied();
-            increments.push(Increment {
-                phase: cand.map(|i| cands[i].phase),
-                point,
-                lo,
-                hi,
-                le,
-                uncertain: ambiguous || mixed_here || cand.is_some_and(|i| i < floating),
-            });
-        }
+        let uncertain = |i: Option<usize>| ambiguous || i.is_some_and(|i| i < floating);
+        push_increments(&mut increments, (a, b, k, dsum), &chosen, cands, uncertain);
     }
     let split = Split {
         increments: &increments,
@@ -487,6 +470,37 @@ pub fn by_observation(
         warmup: finish(Phase::Warmup),
         warmup_late,
     })
+}
+
+/// An interval's `k` increments (between scrapes `a` and `b`, the sum
+/// grown by `dsum`), the `j`-th given to `chosen[j]`; uncertain where the
+/// choice was (`uncertain` of the candidate) or the interval holds both
+/// phases' requests.
+fn push_increments(
+    increments: &mut Vec<Increment>,
+    (a, b, k, dsum): (&Point, &Point, usize, f64),
+    chosen: &[usize],
+    cands: &[Candidate],
+    uncertain: impl Fn(Option<usize>) -> bool,
+) {
+    let point = dsum / k as f64;
+    let mixed_here = chosen
+        .iter()
+        .map(|i| cands[*i].phase)
+        .collect::<BTreeSet<_>>()
+        .len()
+        > 1;
+    for (j, (lo, hi, le)) in increment_ranges(a, b, k, dsum).into_iter().enumerate() {
+        let cand = chosen.get(j).copied();
+        increments.push(Increment {
+            phase: cand.map(|i| cands[i].phase),
+            point,
+            lo,
+            hi,
+            le,
+            uncertain: mixed_here || uncertain(cand),
+        });
+    }
 }
 
 /// The increments attributed, to be summed up per phase.

@@ -94,53 +94,7 @@ impl RunModel {
             aiperf_version.as_deref().and_then(layout::Version::parse),
         );
         let records = run.records.as_ref().map(|r| r.records.as_slice());
-        let build = |kind: Phase| {
-            let name = kind.as_str();
-            let mut p = PhaseModel::default();
-            if let Some(c) = config {
-                p.configured_requests = c.configured_requests(name);
-                let mut phases = c.phases_of_kind(name).map(|(_, p)| p).peekable();
-                if phases.peek().is_some() {
-                    let phases: Vec<_> = phases.collect();
-                    p.configured_duration_s = phases
-                        .iter()
-                        .filter_map(|x| x.duration)
-                        .reduce(|a, b| a + b);
-                    p.concurrency = phases.iter().filter_map(|x| x.concurrency).max();
-                } else if let Some(l) = c.loadgen.as_ref() {
-                    p.concurrency = l.concurrency;
-                }
-            }
-            // A version that never exports warmup records has an unknown
-            // warmup count there, not 0.
-            let exported = kind == Phase::Profiling || layout.warmup_records;
-            if let Some(records) = records.filter(|_| exported) {
-                let mine = records.iter().filter(|r| r.phase == kind);
-                let (mut n, mut ok, mut err, mut canc) = (0, 0, 0, 0);
-                let mut window: Option<(u64, u64)> = None;
-                for r in mine {
-                    n += 1;
-                    ok += u64::from(r.is_success());
-                    err += u64::from(r.error.is_some() || r.was_cancelled);
-                    canc += u64::from(r.was_cancelled);
-                    window = Some(match window {
-                        None => (r.request_start_ns, r.request_end_ns),
-                        Some((a, b)) => (a.min(r.request_start_ns), b.max(r.request_end_ns)),
-                    });
-                }
-                p.records = Some(n);
-                p.successful = Some(ok);
-                p.errors = Some(err);
-                p.cancelled = Some(canc);
-                p.records_window_ns = window;
-            }
-            p.server_window_ns = run
-                .server
-                .as_ref()
-                .and_then(|s| s.window(name))
-                .map(|w| (w.start_ns, w.end_ns));
-            p
-        };
+        let build = |kind: Phase| phase_model(run, kind, config, records, layout);
         // Each a walk over the records: both at once.
         let (warmup, profiling) = rayon::join(|| build(Phase::Warmup), || build(Phase::Profiling));
         let has_warmup = warmup.configured_requests.is_some()
@@ -196,6 +150,62 @@ impl RunModel {
             Phase::Profiling => Some(&self.profiling),
         }
     }
+}
+
+/// One phase kind's model: its configuration, its records (when the
+/// version writes them for it) and its server window.
+fn phase_model(
+    run: &RunArtifacts,
+    kind: Phase,
+    config: Option<&crate::artifacts::summary::InputConfig>,
+    records: Option<&[Record]>,
+    layout: layout::Layout,
+) -> PhaseModel {
+    let name = kind.as_str();
+    let mut p = PhaseModel::default();
+    if let Some(c) = config {
+        p.configured_requests = c.configured_requests(name);
+        let mut phases = c.phases_of_kind(name).map(|(_, p)| p).peekable();
+        if phases.peek().is_some() {
+            let phases: Vec<_> = phases.collect();
+            p.configured_duration_s = phases
+                .iter()
+                .filter_map(|x| x.duration)
+                .reduce(|a, b| a + b);
+            p.concurrency = phases.iter().filter_map(|x| x.concurrency).max();
+        } else if let Some(l) = c.loadgen.as_ref() {
+            p.concurrency = l.concurrency;
+        }
+    }
+    // A version that never exports warmup records has an unknown
+    // warmup count there, not 0.
+    let exported = kind == Phase::Profiling || layout.warmup_records;
+    if let Some(records) = records.filter(|_| exported) {
+        let mine = records.iter().filter(|r| r.phase == kind);
+        let (mut n, mut ok, mut err, mut canc) = (0, 0, 0, 0);
+        let mut window: Option<(u64, u64)> = None;
+        for r in mine {
+            n += 1;
+            ok += u64::from(r.is_success());
+            err += u64::from(r.error.is_some() || r.was_cancelled);
+            canc += u64::from(r.was_cancelled);
+            window = Some(match window {
+                None => (r.request_start_ns, r.request_end_ns),
+                Some((a, b)) => (a.min(r.request_start_ns), b.max(r.request_end_ns)),
+            });
+        }
+        p.records = Some(n);
+        p.successful = Some(ok);
+        p.errors = Some(err);
+        p.cancelled = Some(canc);
+        p.records_window_ns = window;
+    }
+    p.server_window_ns = run
+        .server
+        .as_ref()
+        .and_then(|s| s.window(name))
+        .map(|w| (w.start_ns, w.end_ns));
+    p
 }
 
 /// Records of one phase.

@@ -66,6 +66,72 @@ pub(crate) fn fingerprint(run: &str, f: &Finding) -> String {
     format!("{h:016x}")
 }
 
+/// The rule of a code: its summary, default level, and its docs/checks.md
+/// row as description and help.
+fn rule(c: crate::findings::Code) -> Value {
+    let doc = crate::findings::explanation(c.as_str()).unwrap_or_default();
+    let column = |name: &str| doc.iter().find(|(h, _)| h == name).map(|x| x.1.clone());
+    let mut rule = json!({
+        "id": c.as_str(),
+        "name": c.as_str(),
+        "shortDescription": {"text": c.summary()},
+        "defaultConfiguration": {"level": level(c.severity())},
+        "properties": {"check": c.check()},
+    });
+    if let Some(m) = column("meaning").or_else(|| column("when")) {
+        rule["fullDescription"] = json!({"text": m});
+    }
+    // The whole docs/checks.md row, as `artifact-check explain` prints it.
+    if !doc.is_empty() {
+        let text: Vec<String> = doc.iter().map(|(h, t)| format!("{h}: {t}")).collect();
+        rule["help"] = json!({"text": text.join("\n")});
+    }
+    rule
+}
+
+/// The result of one finding of the run at `run`.
+fn result(run: &str, f: &Finding, rule_index: Option<usize>) -> Value {
+    let mut region = json!({"startLine": f.line.unwrap_or(1).max(1)});
+    if f.line.is_none() {
+        region["message"] = json!({"text": "the file as a whole"});
+    }
+    let mut props = serde_json::Map::new();
+    props.insert("run".into(), json!(run));
+    props.insert("check".into(), json!(f.check));
+    for (k, v) in [
+        ("field", f.field.as_ref().map(|x| json!(x))),
+        ("metric", f.metric.as_ref().map(|x| json!(x))),
+        ("endpoint", f.endpoint.as_ref().map(|x| json!(x))),
+        ("series", f.series.as_ref().map(|x| json!(x))),
+        ("expected", f.expected.clone()),
+        ("found", f.found.clone()),
+    ] {
+        if let Some(v) = v {
+            props.insert(k.into(), v);
+        }
+    }
+    if !f.effect.is_empty() {
+        props.insert("effect".into(), json!(f.effect));
+    }
+    let mut result = json!({
+        "ruleId": f.code.as_str(),
+        "level": level(f.severity),
+        "message": {"text": f.message},
+        "locations": [{
+            "physicalLocation": {
+                "artifactLocation": {"uri": location(run, f)},
+                "region": region,
+            }
+        }],
+        "partialFingerprints": {"artifactCheck/v1": fingerprint(run, f)},
+        "properties": props,
+    });
+    if let Some(i) = rule_index {
+        result["ruleIndex"] = json!(i);
+    }
+    result
+}
+
 /// Writes the SARIF log.
 pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     // The rules of the codes found, in registry order.
@@ -82,73 +148,13 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         .enumerate()
         .map(|(i, c)| (c.as_str(), i))
         .collect();
-    let rules: Vec<Value> = codes
+    let rules: Vec<Value> = codes.iter().map(|c| rule(*c)).collect();
+    let results: Vec<Value> = report
+        .runs
         .iter()
-        .map(|c| {
-            let doc = crate::findings::explanation(c.as_str()).unwrap_or_default();
-            let column = |name: &str| doc.iter().find(|(h, _)| h == name).map(|x| x.1.clone());
-            let mut rule = json!({
-                "id": c.as_str(),
-                "name": c.as_str(),
-                "shortDescription": {"text": c.summary()},
-                "defaultConfiguration": {"level": level(c.severity())},
-                "properties": {"check": c.check()},
-            });
-            if let Some(m) = column("meaning").or_else(|| column("when")) {
-                rule["fullDescription"] = json!({"text": m});
-            }
-            // The whole docs/checks.md row, as `artifact-check explain` prints it.
-            if !doc.is_empty() {
-                let text: Vec<String> = doc.iter().map(|(h, t)| format!("{h}: {t}")).collect();
-                rule["help"] = json!({"text": text.join("\n")});
-            }
-            rule
-        })
+        .flat_map(|r| r.findings.iter().map(move |f| (r, f)))
+        .map(|(r, f)| result(&r.path, f, index.get(f.code.as_str()).copied()))
         .collect();
-    let mut results = Vec::new();
-    for r in &report.runs {
-        for f in &r.findings {
-            let mut region = json!({"startLine": f.line.unwrap_or(1).max(1)});
-            if f.line.is_none() {
-                region["message"] = json!({"text": "the file as a whole"});
-            }
-            let mut props = serde_json::Map::new();
-            props.insert("run".into(), json!(r.path));
-            props.insert("check".into(), json!(f.check));
-            for (k, v) in [
-                ("field", f.field.as_ref().map(|x| json!(x))),
-                ("metric", f.metric.as_ref().map(|x| json!(x))),
-                ("endpoint", f.endpoint.as_ref().map(|x| json!(x))),
-                ("series", f.series.as_ref().map(|x| json!(x))),
-                ("expected", f.expected.clone()),
-                ("found", f.found.clone()),
-            ] {
-                if let Some(v) = v {
-                    props.insert(k.into(), v);
-                }
-            }
-            if !f.effect.is_empty() {
-                props.insert("effect".into(), json!(f.effect));
-            }
-            let mut result = json!({
-                "ruleId": f.code.as_str(),
-                "level": level(f.severity),
-                "message": {"text": f.message},
-                "locations": [{
-                    "physicalLocation": {
-                        "artifactLocation": {"uri": location(&r.path, f)},
-                        "region": region,
-                    }
-                }],
-                "partialFingerprints": {"artifactCheck/v1": fingerprint(&r.path, f)},
-                "properties": props,
-            });
-            if let Some(i) = index.get(f.code.as_str()) {
-                result["ruleIndex"] = json!(i);
-            }
-            results.push(result);
-        }
-    }
     let log = json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",

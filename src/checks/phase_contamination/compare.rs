@@ -92,30 +92,7 @@ impl Comparison<'_> {
         let [exp_p, exp_w] = self.expected;
         let deviation = |e: Option<Expected>, x: Option<f64>| Some(e?.deviation(x?));
         let (dp, dw) = (deviation(exp_p, found_p), deviation(exp_w, found_w));
-        let (mut class_p, mut class_w) = classify(dp, dw, &self.evidence);
-        // Without a warmup split the mirror deficit cannot show: the raw
-        // scrapes tell a warmup observation published after profiling
-        // started from one the baseline merely predates.
-        let late = corrected
-            .as_ref()
-            .filter(|_| self.evidence.no_split.is_some())
-            .map(|c| c.warmup_late)
-            .filter(|&n| n > 0 && dp.is_some_and(|d| d > 0.0));
-        if late.is_some() {
-            class_p = Classification::LateWarmupObservation;
-        }
-        // A reset on the endpoint explains its phase's count (reported once,
-        // as counter-reset).
-        for (class, d, reset, born) in [
-            (&mut class_p, dp, self.reset[0], self.born[0]),
-            (&mut class_w, dw, self.reset[1], self.born[1]),
-        ] {
-            if reset && d.is_some_and(|d| d != 0.0) {
-                *class = Classification::Reset;
-            } else if d.is_some_and(|d| d < 0.0 && -d <= born + 0.5) {
-                *class = Classification::SeriesCreatedMidPhase;
-            }
-        }
+        let (class_p, class_w, late) = self.classes(dp, dw, corrected.as_ref());
         let mut rows = Vec::new();
         for (phase, series, exp, fnd, d, class) in [
             (Phase::Profiling, &sp, exp_p, found_p, dp, class_p),
@@ -165,6 +142,42 @@ impl Comparison<'_> {
             late,
         };
         (rows, Some(problem))
+    }
+
+    /// Both phases' classifications, with what the evidence, a reset, a
+    /// series born in the phase and (without a warmup split) the raw
+    /// scrapes say; and the warmup observations placed after profiling
+    /// started.
+    fn classes(
+        &self,
+        dp: Option<f64>,
+        dw: Option<f64>,
+        corrected: Option<&Attribution>,
+    ) -> (Classification, Classification, Option<u64>) {
+        let (mut class_p, mut class_w) = classify(dp, dw, &self.evidence);
+        // Without a warmup split the mirror deficit cannot show: the raw
+        // scrapes tell a warmup observation published after profiling
+        // started from one the baseline merely predates.
+        let late = corrected
+            .filter(|_| self.evidence.no_split.is_some())
+            .map(|c| c.warmup_late)
+            .filter(|&n| n > 0 && dp.is_some_and(|d| d > 0.0));
+        if late.is_some() {
+            class_p = Classification::LateWarmupObservation;
+        }
+        // A reset on the endpoint explains its phase's count (reported once,
+        // as counter-reset).
+        for (class, d, reset, born) in [
+            (&mut class_p, dp, self.reset[0], self.born[0]),
+            (&mut class_w, dw, self.reset[1], self.born[1]),
+        ] {
+            if reset && d.is_some_and(|d| d != 0.0) {
+                *class = Classification::Reset;
+            } else if d.is_some_and(|d| d < 0.0 && -d <= born + 0.5) {
+                *class = Classification::SeriesCreatedMidPhase;
+            }
+        }
+        (class_p, class_w, late)
     }
 
     /// One phase's row, with the export's sum, avg and bucket-estimated

@@ -160,6 +160,28 @@ impl Problem {
             .collect()
     }
 
+    /// Why profiling holds warmup observations: AIPerf's baseline and how
+    /// many warmup observations come after it.
+    fn absorbed_why(&self) -> String {
+        match (&self.evidence.absorbed, &self.evidence.no_split) {
+            (Some((n, baseline)), Some(v)) => format!(
+                "AIPerf {v} has no warmup split: its profiling baseline {baseline}; \
+                 the {} configured warmup request(s) all finished before profiling \
+                 started, and up to {n} of their observations come after that scrape",
+                range(self.exp_w)
+            ),
+            (Some((n, baseline)), None) => format!(
+                "AIPerf's profiling baseline {baseline}, and {n} warmup observation(s) \
+                 come after it"
+            ),
+            (None, _) => format!(
+                "the excess is exactly the warmup's {} observation(s): the profiling \
+                 delta starts at warmup start",
+                num(self.evidence.warmup_total)
+            ),
+        }
+    }
+
     /// A phase off with no mirror deviation in the other.
     fn one_sided(
         &self,
@@ -172,23 +194,7 @@ impl Problem {
         let class = self.classes[usize::from(!hit)];
         match class {
             Classification::WarmupAbsorbed => {
-                let why = match (&self.evidence.absorbed, &self.evidence.no_split) {
-                    (Some((n, baseline)), Some(v)) => format!(
-                        "AIPerf {v} has no warmup split: its profiling baseline {baseline}; \
-                         the {} configured warmup request(s) all finished before profiling \
-                         started, and up to {n} of their observations come after that scrape",
-                        range(self.exp_w)
-                    ),
-                    (Some((n, baseline)), None) => format!(
-                        "AIPerf's profiling baseline {baseline}, and {n} warmup observation(s) \
-                         come after it"
-                    ),
-                    (None, _) => format!(
-                        "the excess is exactly the warmup's {} observation(s): the profiling \
-                         delta starts at warmup start",
-                        num(self.evidence.warmup_total)
-                    ),
-                };
+                let why = self.absorbed_why();
                 let what = format!(
                     "profiling counts {d} warmup observation(s) too (observed at {}): {why}",
                     self.observed_at.as_str()

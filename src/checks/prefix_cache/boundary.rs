@@ -125,6 +125,71 @@ pub fn boundary_requests(
     }
 }
 
+/// A prompt-token excess a version without a warmup split explains: its
+/// profiling counters start at the last periodic scrape before profiling,
+/// so they hold the prompt tokens of the warmup requests after that scrape.
+/// Sized by the configured warmup requests at the profiling average
+/// (`client_prompt` tokens over `records` requests).
+pub fn unrecorded_warmup_cause(
+    model: &crate::model::RunModel,
+    client_prompt: f64,
+    records: usize,
+    diff: f64,
+) -> Option<String> {
+    model.unrecorded_warmup_until()?;
+    if diff <= 0.0 {
+        return None;
+    }
+    let n = model.warmup.as_ref()?.configured_requests;
+    let v = model
+        .aiperf_version
+        .as_deref()
+        .unwrap_or("(version unknown)");
+    let per = client_prompt / records.max(1) as f64;
+    let size = n
+        .map(|n| {
+            format!(
+                " (the {n} configured warmup request(s), at the profiling average of {per:.0} \
+                 prompt tokens, sent about {:.0})",
+                n as f64 * per
+            )
+        })
+        .unwrap_or_default();
+    Some(format!(
+        "; AIPerf {v} has no warmup split: the profiling counters start at the last periodic \
+         scrape before profiling started, so they hold the prompt tokens of the warmup \
+         requests that came after it{size}"
+    ))
+}
+
+/// What a prompt-token difference is, in words (after a `; `): a
+/// counter's cause, the crossing requests by id, or the warmup a version
+/// without a warmup split absorbed; empty when nothing accounts for it.
+pub fn cause_words(
+    model: &crate::model::RunModel,
+    (client_prompt, records): (f64, usize),
+    crossing: Option<&Crossing>,
+    counter_cause: Option<&str>,
+    diff: f64,
+) -> String {
+    match (crossing, counter_cause) {
+        (_, Some(cause)) => format!("; {cause}"),
+        (Some(c), _) => {
+            let ids: Vec<String> = c.requests.iter().map(|r| r.id_or_line()).collect();
+            format!(
+                "; exactly the prompt tokens of {} {} request(s) that {} ({})",
+                c.requests.len(),
+                c.phase.as_str(),
+                c.how,
+                ids.join(", ")
+            )
+        }
+        (None, None) => {
+            unrecorded_warmup_cause(model, client_prompt, records, diff).unwrap_or_default()
+        }
+    }
+}
+
 /// The headline rate with the crossing requests' tokens taken out (excess)
 /// or put back (deficit), using the cached tokens the clients saw for them.
 pub fn adjust(h: &ServerRate, c: &Crossing, diff: f64) -> ServerRate {

@@ -366,38 +366,6 @@ impl Pass<'_> {
         }
     }
 
-    /// An excess a version without a warmup split explains: its profiling
-    /// counters start at the last periodic scrape before profiling, so the
-    /// prompt tokens of the warmup requests after that scrape are in them.
-    fn unrecorded_warmup_cause(&self, diff: f64) -> Option<String> {
-        self.ctx.model.unrecorded_warmup_until()?;
-        if diff <= 0.0 {
-            return None;
-        }
-        let n = self.ctx.model.warmup.as_ref()?.configured_requests;
-        let v = self
-            .ctx
-            .model
-            .aiperf_version
-            .as_deref()
-            .unwrap_or("(version unknown)");
-        let per = self.clients.prompt_tokens / self.clients.profiling.records.max(1) as f64;
-        let size = n
-            .map(|n| {
-                format!(
-                    " (the {n} configured warmup request(s), at the profiling average of \
-                     {per:.0} prompt tokens, sent about {:.0})",
-                    n as f64 * per
-                )
-            })
-            .unwrap_or_default();
-        Some(format!(
-            "; AIPerf {v} has no warmup split: the profiling counters start at the last \
-             periodic scrape before profiling started, so they hold the prompt tokens of the \
-             warmup requests that came after it{size}"
-        ))
-    }
-
     /// Server vs client prompt tokens over profiling; the difference, and
     /// the server rate without the requests that crossed the boundary when
     /// their tokens account for it exactly.
@@ -427,20 +395,13 @@ impl Pass<'_> {
             Some(_) => None,
             None => crossing(self.ctx, self.records, diff),
         };
-        let attribution = match (&crossing, &counter_cause) {
-            (_, Some(cause)) => format!("; {cause}"),
-            (Some(c), _) => {
-                let ids: Vec<String> = c.requests.iter().map(|r| r.id_or_line()).collect();
-                format!(
-                    "; exactly the prompt tokens of {} {} request(s) that {} ({})",
-                    c.requests.len(),
-                    c.phase.as_str(),
-                    c.how,
-                    ids.join(", ")
-                )
-            }
-            (None, None) => self.unrecorded_warmup_cause(diff).unwrap_or_default(),
-        };
+        let attribution = boundary::cause_words(
+            self.ctx.model,
+            (self.clients.prompt_tokens, self.clients.profiling.records),
+            crossing.as_ref(),
+            counter_cause.as_deref(),
+            diff,
+        );
         self.explanations.push(format!(
             "server prompt tokens over profiling are {sp:.0}, the clients' \
              sum(usage_prompt_tokens) is {client_prompt:.0}: a difference of {diff:+.0}{attribution}"

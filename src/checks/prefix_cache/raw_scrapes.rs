@@ -94,20 +94,8 @@ pub fn recompute(
             series(num_name, f.num_filter),
             series(den_name, f.den_filter),
         );
-        match attribution::by_span(&num, &den, &spans, first_start, &mut split) {
-            Ok(()) => {}
-            Err(Refusal::LateBaseline) => {
-                return Err(format!(
-                    "the first raw scrape of {ep} comes after the first request started, so \
-                     earlier increments cannot be placed"
-                ))
-            }
-            Err(Refusal::Reset) => {
-                return Err(format!(
-                    "a counter of {formula} went down on {ep} (a reset)"
-                ))
-            }
-        }
+        attribution::by_span(&num, &den, &spans, first_start, &mut split)
+            .map_err(|r| refusal(r, ep, formula))?;
     }
     let SpanSplit {
         intervals,
@@ -139,6 +127,17 @@ pub fn recompute(
         numerator_certain: n_certain,
         denominator_certain: d_certain,
     })
+}
+
+/// Why an endpoint's counters cannot be split, in words.
+fn refusal(r: Refusal, ep: &str, formula: &str) -> Why {
+    match r {
+        Refusal::LateBaseline => format!(
+            "the first raw scrape of {ep} comes after the first request started, so earlier \
+             increments cannot be placed"
+        ),
+        Refusal::Reset => format!("a counter of {formula} went down on {ep} (a reset)"),
+    }
 }
 
 /// The lowest or highest `(n + sum x_i) / (d + sum y_i)` the true split
