@@ -194,13 +194,10 @@ fn read_lines<T>(
     }
 }
 
-fn read_json<T>(
-    dir: &Path,
-    name: &str,
-    findings: &mut Vec<Finding>,
-    parse: impl FnOnce(&[u8]) -> Result<T, ParseError>,
-) -> Option<T> {
-    let (mut file, len) = match open_noting_links(dir, name, findings) {
+/// A JSON document's file, open, and its size; `None` (with the finding)
+/// when it is missing, cannot be opened, or is larger than this tool reads.
+fn open_json(dir: &Path, name: &str, findings: &mut Vec<Finding>) -> Option<(File, u64)> {
+    let (file, len) = match open_noting_links(dir, name, findings) {
         Opened::Missing => return None,
         Opened::Problem(f) => {
             findings.push(*f);
@@ -215,6 +212,16 @@ fn read_json<T>(
         ));
         return None;
     }
+    Some((file, len))
+}
+
+fn read_json<T>(
+    dir: &Path,
+    name: &str,
+    findings: &mut Vec<Finding>,
+    parse: impl FnOnce(&[u8]) -> Result<T, ParseError>,
+) -> Option<T> {
+    let (mut file, len) = open_json(dir, name, findings)?;
     let mut bytes = Vec::with_capacity(len as usize);
     if let Err(e) = io::Read::read_to_end(&mut file, &mut bytes) {
         findings.push(unreadable(name, &e.to_string()));
@@ -251,21 +258,7 @@ fn read_typed_streaming_above<T: DeserializeOwned>(
     if len <= stream_above {
         return read_json(dir, name, findings, typed);
     }
-    let (file, len) = match open_noting_links(dir, name, findings) {
-        Opened::Missing => return None,
-        Opened::Problem(f) => {
-            findings.push(*f);
-            return None;
-        }
-        Opened::File(f, len) => (f, len),
-    };
-    if len > MAX_JSON_BYTES {
-        findings.push(unreadable(
-            name,
-            &format!("{len} bytes is larger than this tool reads"),
-        ));
-        return None;
-    }
+    let (file, _) = open_json(dir, name, findings)?;
     let mut de = serde_json::Deserializer::from_reader(io::BufReader::with_capacity(1 << 20, file));
     let parsed = match serde_path_to_error::deserialize(&mut de) {
         Ok(v) => end(&mut de).map(|()| v),
