@@ -29,21 +29,6 @@ fi
 . "$here/servers/gen_lib.sh"
 offline_tokenizer "$venv" "$work"
 
-start_server() { # scenario port ledger [extra args...]
-  local scenario=$1 port=$2 ledger=$3; shift 3
-  rm -f "$ledger"  # a retried run must not inherit the last attempt's ledger
-  python3 "$here/servers/mock_server.py" --scenario "$scenario" --port "$port" --ledger "$ledger" "$@" &
-  wait_for_port "$port" "server $scenario"
-}
-
-aiperf_run() { # name url [aiperf args...]
-  local name=$1 url=$2; shift 2
-  "$venv/bin/aiperf" profile --url "$url" --model mock-model --tokenizer local/minilm-l6-v2 \
-    --endpoint-type chat --ui none --no-gpu-telemetry --random-seed 7 \
-    --artifact-dir "$work/$name" "$@" > "$work/$name.log" 2>&1 || {
-      echo "aiperf failed for $name; log:" >&2; tail -40 "$work/$name.log" >&2; exit 2; }
-}
-
 finish() { # name
   local name=$1
   rm -rf "$here/runs/$name"

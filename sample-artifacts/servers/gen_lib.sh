@@ -24,3 +24,25 @@ wait_for_port() {
   done
   echo "$2 did not start" >&2; exit 2
 }
+
+gen_lib_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+# start_server SCENARIO PORT LEDGER [mock_server args...]: mock_server.py in
+# the background, a fresh ledger (a retried run must not inherit the last
+# attempt's), once it accepts connections.
+start_server() {
+  local scenario=$1 port=$2 ledger=$3; shift 3
+  rm -f "$ledger"
+  python3 "$gen_lib_dir/mock_server.py" --scenario "$scenario" --port "$port" --ledger "$ledger" "$@" &
+  wait_for_port "$port" "server $scenario"
+}
+
+# aiperf_run NAME URL [aiperf args...]: one AIPerf run of $venv into
+# $work/NAME, offline and seeded; its log shown and exit 2 if it fails.
+aiperf_run() {
+  local name=$1 url=$2; shift 2
+  "$venv/bin/aiperf" profile --url "$url" --model mock-model --tokenizer local/minilm-l6-v2 \
+    --endpoint-type chat --ui none --no-gpu-telemetry --random-seed 7 \
+    --artifact-dir "$work/$name" "$@" > "$work/$name.log" 2>&1 || {
+      echo "aiperf ($venv) failed for $name; log:" >&2; tail -40 "$work/$name.log" >&2; exit 2; }
+}
