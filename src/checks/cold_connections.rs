@@ -254,6 +254,29 @@ impl CheckReport for Report {
         )
     }
 
+    fn headline(&self) -> Vec<super::Headline> {
+        let p99 = self
+            .metrics
+            .iter()
+            .find(|m| m.metric == Metric::TimeToFirstToken && m.stat == Stat::P99);
+        let Some(m) = p99 else {
+            return Vec::new();
+        };
+        let ms = |v: Option<f64>| v.map_or("?".into(), |v| format!("{v:.1}"));
+        let value = match m.bias_pct {
+            Some(b) if !self.all_cold => format!(
+                "{} / {} ms ({b:+.1} %)",
+                ms(m.all),
+                ms(m.warm_only)
+            ),
+            _ => format!("{} / ? ms", ms(m.all)),
+        };
+        vec![super::Headline {
+            name: "TTFT p99 all / warm",
+            value,
+        }]
+    }
+
     fn details(&self, status: CheckStatus) -> Vec<Detail> {
         // The bias table needs a warm baseline; without one it is all n/a.
         let shown = matches!(status, CheckStatus::Warn | CheckStatus::Fail) && !self.all_cold;

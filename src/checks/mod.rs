@@ -104,6 +104,21 @@ pub trait CheckReport: erased_serde::Serialize + Debug + Send + Sync + Any {
     fn details(&self, _status: CheckStatus) -> Vec<Detail> {
         Vec::new()
     }
+
+    /// The numbers a reader looks for first (a short name and its value),
+    /// shown at the top of a summary: a hit rate, a warm-only percentile.
+    fn headline(&self) -> Vec<Headline> {
+        Vec::new()
+    }
+}
+
+/// One headline number of a check: a short name and its formatted value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Headline {
+    /// Column name, e.g. `hit rate client / server`.
+    pub name: &'static str,
+    /// The value as shown, e.g. `68.4 % / 68.4 %`.
+    pub value: String,
 }
 
 erased_serde::serialize_trait_object!(CheckReport);

@@ -37,12 +37,14 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         "## artifact-check: {} run(s): {} passed, {} warned, {} failed, {} errored\n",
         s.runs, s.passed, s.warned, s.failed, s.errored
     );
+    let columns = headline_columns(report);
     let _ = writeln!(
         head,
-        "| run | status | AIPerf | errors | warnings | info | worst finding |"
+        "| run | status | AIPerf | errors | warnings | info |{} worst finding |",
+        columns.iter().map(|c| format!(" {c} |")).collect::<String>()
     );
-    let _ = writeln!(head, "|---|---|---|---|---|---|---|");
-    let rows: Vec<String> = report.runs.iter().map(run_row).collect();
+    let _ = writeln!(head, "|---|---|---|---|---|---|{}---|", "---|".repeat(columns.len()));
+    let rows: Vec<String> = report.runs.iter().map(|r| run_row(r, &columns)).collect();
     let mut errors = String::new();
     for e in &report.errors {
         let _ = writeln!(
@@ -96,7 +98,31 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     out.write_all(text.as_bytes())
 }
 
-fn run_row(run: &crate::RunReport) -> String {
+/// The headline numbers' names over every run, in check order: the
+/// columns after the counts.
+fn headline_columns(report: &Report) -> Vec<&'static str> {
+    let mut names = Vec::new();
+    for run in &report.runs {
+        for c in run.checks.iter() {
+            for h in c.report.headline() {
+                if !names.contains(&h.name) {
+                    names.push(h.name);
+                }
+            }
+        }
+    }
+    names
+}
+
+fn run_row(run: &crate::RunReport, columns: &[&'static str]) -> String {
+    let headline: Vec<_> = run.checks.iter().flat_map(|c| c.report.headline()).collect();
+    let numbers: String = columns
+        .iter()
+        .map(|name| {
+            let v = headline.iter().find(|h| h.name == *name);
+            format!(" {} |", v.map_or(String::new(), |h| cell(&h.value)))
+        })
+        .collect();
     let n = |sev: Severity| run.count(sev);
     let worst = run
         .worst()
@@ -109,7 +135,7 @@ fn run_row(run: &crate::RunReport) -> String {
         })
         .unwrap_or_default();
     format!(
-        "| {} | {} | {} | {} | {} | {} | {} |\n",
+        "| {} | {} | {} | {} | {} | {} |{numbers} {} |\n",
         cell(&run.path),
         icon(run.status),
         cell(run.aiperf_version.as_deref().unwrap_or("?")),

@@ -124,6 +124,19 @@ impl CheckReport for Report {
             pct(head.and_then(|h| h.hit_rate)),
         )
     }
+
+    fn headline(&self) -> Vec<super::Headline> {
+        let client = self.client.hit_rate;
+        let server = self.server.first().and_then(|h| h.hit_rate);
+        if client.is_none() && server.is_none() {
+            return Vec::new();
+        }
+        let short = |v: Option<f64>| v.map_or("?".into(), |v| format!("{:.1} %", v * 100.0));
+        vec![super::Headline {
+            name: "hit rate client / server",
+            value: format!("{} / {}", short(client), short(server)),
+        }]
+    }
 }
 
 /// The clients' rates: profiling, warmup, warm profiling requests, and the
