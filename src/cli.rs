@@ -107,6 +107,12 @@ pub struct AuditArgs {
     /// Never report these finding codes (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "CODES")]
     pub ignore: Vec<String>,
+    /// Audit only shard INDEX of COUNT (from 0): the runs whose path hashes
+    /// to it, so COUNT invocations given the same paths (a CI matrix, a
+    /// Kubernetes Job array) audit every run once between them; see
+    /// docs/fleet.md.
+    #[arg(long, value_name = "INDEX/COUNT")]
+    pub shard: Option<crate::discover::Shard>,
     /// Check this many runs in parallel [default and maximum: the cores].
     #[arg(long, short)]
     pub jobs: Option<usize>,

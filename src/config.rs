@@ -169,6 +169,8 @@ pub struct Settings {
     pub phase: PhaseSettings,
     /// `prefix_cache`.
     pub prefix: PrefixSettings,
+    /// Only this shard's runs are audited (`--shard`; command line only).
+    pub shard: Option<crate::discover::Shard>,
 }
 
 /// A configuration that could not be used: what, where, and which key.

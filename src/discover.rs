@@ -11,6 +11,41 @@ use std::path::{Path, PathBuf};
 
 use crate::artifacts::is_run_dir;
 
+/// One of `count` disjoint shards of the runs (`--shard INDEX/COUNT`,
+/// INDEX from 0): a run belongs to the shard its path's stable hash picks,
+/// so every invocation that is given the same paths agrees on the split
+/// without a shared listing, and a run added later moves no other run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This shard, `0..count`.
+    pub index: u64,
+    /// How many shards the runs are split into.
+    pub count: u64,
+}
+
+impl Shard {
+    /// Whether the run at `path` (as found) is this shard's.
+    pub fn keeps(&self, path: &Path) -> bool {
+        let key = path.to_string_lossy();
+        crate::stats::fnv1a(key.bytes()) % self.count == self.index
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("`{s}`: want INDEX/COUNT with 0 <= INDEX < COUNT, e.g. 0/8");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let index: u64 = i.trim().parse().map_err(|_| bad())?;
+        let count: u64 = n.trim().parse().map_err(|_| bad())?;
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
 /// A path that could not be searched, or held no run.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PathError {
@@ -23,6 +58,12 @@ pub struct PathError {
 /// Runs found under `paths`, sorted and de-duplicated, plus the paths that
 /// failed. Every path is searched even when another fails.
 pub fn find_runs(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathError>) {
+    find_shard(paths, None)
+}
+
+/// [`find_runs`], keeping only `shard`'s runs when one is given. A path that
+/// holds runs, none of them this shard's, is not an error.
+pub fn find_shard(paths: &[PathBuf], shard: Option<Shard>) -> (Vec<PathBuf>, Vec<PathError>) {
     let mut runs = Vec::new();
     let mut errors = Vec::new();
     for p in paths {
@@ -53,6 +94,9 @@ pub fn find_runs(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathError>) {
     }
     runs.sort();
     runs.dedup();
+    if let Some(shard) = shard {
+        runs.retain(|r| shard.keeps(r));
+    }
     (runs, errors)
 }
 

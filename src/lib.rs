@@ -306,7 +306,7 @@ pub fn audit_each(
     tick: &(dyn Fn() + Sync),
     emit: &mut dyn FnMut(RunReport) -> std::io::Result<()>,
 ) -> std::io::Result<(Vec<PathError>, Summary)> {
-    let (dirs, errors) = discover::find_runs(paths);
+    let (dirs, errors) = discover::find_shard(paths, settings.shard);
     let audit_one = |d: &PathBuf| {
         let r = audit_run(d, settings, claims);
         tick();

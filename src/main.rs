@@ -138,6 +138,7 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
     if let Some(path) = &args.baseline {
         settings.filter.baseline = artifact_check::baseline::Baseline::read(path)?;
     }
+    settings.shard = args.shard;
     let claims = match &args.expect {
         Some(path) => claims::read(path)?,
         None => Vec::new(),
@@ -145,7 +146,7 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
     if let Some(jobs) = args.jobs {
         worker_pool(jobs)?;
     }
-    let bar = progress_bar(&args.paths);
+    let bar = progress_bar(&args.paths, args.shard);
     let tick = || {
         if let Some(b) = &bar {
             b.inc(1);
@@ -264,11 +265,14 @@ fn write_out(
 
 /// A progress bar on standard error, only on a terminal and only for work
 /// long enough to need one (more than a handful of runs).
-fn progress_bar(paths: &[std::path::PathBuf]) -> Option<indicatif::ProgressBar> {
+fn progress_bar(
+    paths: &[std::path::PathBuf],
+    shard: Option<artifact_check::discover::Shard>,
+) -> Option<indicatif::ProgressBar> {
     if !io::stderr().is_terminal() {
         return None;
     }
-    let (runs, _) = artifact_check::discover::find_runs(paths);
+    let (runs, _) = artifact_check::discover::find_shard(paths, shard);
     if runs.len() < 20 {
         return None;
     }

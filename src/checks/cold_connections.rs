@@ -264,11 +264,9 @@ impl CheckReport for Report {
         };
         let ms = |v: Option<f64>| v.map_or("?".into(), |v| format!("{v:.1}"));
         let value = match m.bias_pct {
-            Some(b) if !self.all_cold => format!(
-                "{} / {} ms ({b:+.1} %)",
-                ms(m.all),
-                ms(m.warm_only)
-            ),
+            Some(b) if !self.all_cold => {
+                format!("{} / {} ms ({b:+.1} %)", ms(m.all), ms(m.warm_only))
+            }
             _ => format!("{} / ? ms", ms(m.all)),
         };
         vec![super::Headline {

@@ -41,9 +41,16 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let _ = writeln!(
         head,
         "| run | status | AIPerf | errors | warnings | info |{} worst finding |",
-        columns.iter().map(|c| format!(" {c} |")).collect::<String>()
+        columns
+            .iter()
+            .map(|c| format!(" {c} |"))
+            .collect::<String>()
     );
-    let _ = writeln!(head, "|---|---|---|---|---|---|{}---|", "---|".repeat(columns.len()));
+    let _ = writeln!(
+        head,
+        "|---|---|---|---|---|---|{}---|",
+        "---|".repeat(columns.len())
+    );
     let rows: Vec<String> = report.runs.iter().map(|r| run_row(r, &columns)).collect();
     let mut errors = String::new();
     for e in &report.errors {
@@ -115,7 +122,11 @@ fn headline_columns(report: &Report) -> Vec<&'static str> {
 }
 
 fn run_row(run: &crate::RunReport, columns: &[&'static str]) -> String {
-    let headline: Vec<_> = run.checks.iter().flat_map(|c| c.report.headline()).collect();
+    let headline: Vec<_> = run
+        .checks
+        .iter()
+        .flat_map(|c| c.report.headline())
+        .collect();
     let numbers: String = columns
         .iter()
         .map(|name| {

@@ -58,12 +58,7 @@ pub(crate) fn fingerprint(run: &str, f: &Finding) -> String {
         &series,
     ]
     .join("\u{1f}");
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    format!("{:016x}", crate::stats::fnv1a(key.bytes()))
 }
 
 /// The rule of a code: its summary, default level, and its docs/checks.md

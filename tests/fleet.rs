@@ -1,0 +1,229 @@
+//! docs/fleet.md, run: `--shard` splits the runs into disjoint shards that
+//! cover every run once, and the documented DuckDB queries, run statement by
+//! statement on the shards' NDJSON, agree with one unsharded audit. The
+//! DuckDB test needs Python with the `duckdb` package (PyPI): the
+//! interpreter in `ARTIFACT_CHECK_TEST_PYTHON` (`.ci/run` sets it), else
+//! `python3`; without it the test says so and is skipped.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+use serde_json::Value;
+
+const FOLDERS: [&str; 2] = ["sample-artifacts", "fixtures"];
+const SHARDS: usize = 3;
+
+/// Audits shard `i` of [`SHARDS`] of [`FOLDERS`] into `out` (NDJSON).
+fn shard(i: usize, out: &Path) -> i32 {
+    let spec = format!("{i}/{SHARDS}");
+    let out = out.display().to_string();
+    let mut args = FOLDERS.to_vec();
+    args.extend(["--shard", &spec, "--format", "ndjson", "--output", &out]);
+    let (_, stderr, code) = cli(&args);
+    assert!(code <= 1, "shard {spec} exited {code}: {stderr}");
+    code
+}
+
+fn unsharded() -> Value {
+    // Relative, as the shards were given them (the tests run in the crate root).
+    let refs: Vec<&Path> = FOLDERS.iter().map(Path::new).collect();
+    json_report(&refs, &[]).0
+}
+
+fn run_names(report: &Value) -> Vec<String> {
+    report["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| r["path"].as_str().expect("path").to_string())
+        .collect()
+}
+
+#[test]
+fn shards_are_disjoint_and_cover_every_run_once() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let mut seen = BTreeMap::new();
+    for i in 0..SHARDS {
+        let out = t.path().join(format!("shard-{i}.ndjson"));
+        shard(i, &out);
+        for line in jsonl(&out) {
+            if line["kind"] == "run" {
+                let run = line["run"].as_str().expect("run").to_string();
+                assert!(seen.insert(run.clone(), i).is_none(), "{run} in two shards");
+            }
+        }
+    }
+    let all: BTreeSet<String> = run_names(&unsharded()).into_iter().collect();
+    let sharded: BTreeSet<String> = seen.keys().cloned().collect();
+    assert_eq!(sharded, all);
+    // Every shard got some runs (53 runs over 3 shards).
+    let per: BTreeSet<usize> = seen.values().copied().collect();
+    assert_eq!(per.len(), SHARDS);
+}
+
+#[test]
+fn a_shard_index_out_of_range_is_refused() {
+    let (_, stderr, code) = cli(&["sample-artifacts", "--shard", "3/3"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("0 <= INDEX < COUNT"), "{stderr}");
+}
+
+/// The ```sql block of docs/fleet.md.
+fn documented_sql() -> String {
+    let doc = fs::read_to_string(root().join("docs/fleet.md")).expect("docs/fleet.md");
+    let start = doc.find("```sql\n").expect("a sql block") + 7;
+    doc[start..start + doc[start..].find("```").expect("block end")].to_string()
+}
+
+/// An interpreter that can `import duckdb`, or why there is none.
+fn duckdb_python() -> Result<String, String> {
+    let python = std::env::var("ARTIFACT_CHECK_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    match Command::new(&python).args(["-c", "import duckdb"]).output() {
+        Ok(o) if o.status.success() => Ok(python),
+        Ok(_) => Err(format!(
+            "{python} has no duckdb module (pip install duckdb)"
+        )),
+        Err(e) => Err(format!("{python}: {e}")),
+    }
+}
+
+/// Runs `sql` statement by statement in `dir` with DuckDB; the rows of each
+/// statement that returns any, in order.
+fn run_sql(python: &str, dir: &Path, sql: &str) -> Vec<Vec<Vec<Value>>> {
+    let script = r#"
+import duckdb, json, sys
+con = duckdb.connect()
+out = []
+for stmt in sys.stdin.read().split(";"):
+    code = "\n".join(l for l in stmt.splitlines() if not l.strip().startswith("--")).strip()
+    if not code:
+        continue
+    rel = con.execute(code)
+    if code.upper().startswith("SELECT"):
+        out.append([[float(v) if hasattr(v, "as_integer_ratio") and not isinstance(v, (int, bool)) else v for v in row] for row in rel.fetchall()])
+print(json.dumps(out, default=str))
+"#;
+    use std::io::Write;
+    let mut child = Command::new(python)
+        .args(["-c", script])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(sql.as_bytes())
+        .expect("sql written");
+    let out = child.wait_with_output().expect("python finishes");
+    assert!(
+        out.status.success(),
+        "the documented SQL failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON rows")
+}
+
+#[test]
+fn the_documented_duckdb_queries_agree_with_an_unsharded_audit() {
+    let python = match duckdb_python() {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!(
+                "skipped: the DuckDB queries of docs/fleet.md need Python with duckdb: {why}"
+            );
+            return;
+        }
+    };
+    let t = tempfile::tempdir().expect("tempdir");
+    let shards = t.path().join("shards");
+    let mut worst = 0;
+    for i in 0..SHARDS {
+        worst = worst.max(shard(i, &shards.join(format!("shard-{i}.ndjson"))));
+    }
+    let results = run_sql(&python, t.path(), &documented_sql());
+    assert_eq!(results.len(), 4, "four queries answer: {results:?}");
+    let report = unsharded();
+    let runs = report["runs"].as_array().expect("runs");
+
+    // Verdicts.
+    let mut statuses = BTreeMap::new();
+    for r in runs {
+        *statuses
+            .entry(r["status"].as_str().expect("status").to_string())
+            .or_insert(0_i64) += 1;
+    }
+    let got: BTreeMap<String, i64> = results[0]
+        .iter()
+        .map(|row| {
+            (
+                row[0].as_str().unwrap().to_string(),
+                row[1].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got, statuses);
+
+    // Findings per code and severity, and the runs they are in.
+    let mut codes: BTreeMap<(String, String), (i64, BTreeSet<String>)> = BTreeMap::new();
+    for r in runs {
+        for f in r["findings"].as_array().expect("findings") {
+            let key = (
+                f["code"].as_str().unwrap().to_string(),
+                f["severity"].as_str().unwrap().to_string(),
+            );
+            let e = codes.entry(key).or_default();
+            e.0 += 1;
+            e.1.insert(r["path"].as_str().unwrap().to_string());
+        }
+    }
+    let got: BTreeMap<(String, String), (i64, usize)> = results[1]
+        .iter()
+        .map(|row| {
+            (
+                (
+                    row[0].as_str().unwrap().into(),
+                    row[1].as_str().unwrap().into(),
+                ),
+                (row[2].as_i64().unwrap(), row[3].as_i64().unwrap() as usize),
+            )
+        })
+        .collect();
+    let want: BTreeMap<(String, String), (i64, usize)> = codes
+        .into_iter()
+        .map(|(k, (n, rs))| (k, (n, rs.len())))
+        .collect();
+    assert_eq!(got, want);
+
+    // The most biased published average among the errors.
+    let mut biases: Vec<f64> = runs
+        .iter()
+        .flat_map(|r| r["findings"].as_array().unwrap())
+        .filter(|f| f["severity"] == "error")
+        .flat_map(|f| f["effect"].as_array().cloned().unwrap_or_default())
+        .filter(|e| e["quantity"] == "profiling_avg_bias")
+        .map(|e| e["value"].as_f64().unwrap())
+        .collect();
+    biases.sort_by(|a, b| b.abs().total_cmp(&a.abs()));
+    assert!(
+        !biases.is_empty(),
+        "the fixtures hold errors with an average bias"
+    );
+    let top = results[2][0][3].as_f64().expect("a bias");
+    assert!((top - biases[0]).abs() < 0.006, "{top} vs {}", biases[0]);
+    assert_eq!(results[2].len(), biases.len().min(10));
+
+    // The gate: every shard in, the runs all counted, nothing exited 2.
+    let gate = &results[3][0];
+    assert_eq!(gate[0].as_i64(), Some(SHARDS as i64));
+    assert_eq!(gate[1].as_i64(), Some(runs.len() as i64));
+    assert_eq!(gate[2].as_i64(), Some(worst as i64));
+}
