@@ -2,8 +2,8 @@
 //! cover every run once, and the documented DuckDB queries, run statement by
 //! statement on the shards' NDJSON, agree with one unsharded audit. The
 //! DuckDB test needs Python with the `duckdb` package (PyPI): the
-//! interpreter in `ARTIFACT_CHECK_TEST_PYTHON` (`.ci/run` sets it), else
-//! `python3`; without it the test says so and is skipped.
+//! interpreter of `common::test_python`; without it the test says so and
+//! is skipped.
 
 mod common;
 
@@ -80,18 +80,6 @@ fn documented_sql() -> String {
     doc[start..start + doc[start..].find("```").expect("block end")].to_string()
 }
 
-/// An interpreter that can `import duckdb`, or why there is none.
-fn duckdb_python() -> Result<String, String> {
-    let python = std::env::var("ARTIFACT_CHECK_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
-    match Command::new(&python).args(["-c", "import duckdb"]).output() {
-        Ok(o) if o.status.success() => Ok(python),
-        Ok(_) => Err(format!(
-            "{python} has no duckdb module (pip install duckdb)"
-        )),
-        Err(e) => Err(format!("{python}: {e}")),
-    }
-}
-
 /// Runs `sql` statement by statement in `dir` with DuckDB; the rows of each
 /// statement that returns any, in order.
 fn run_sql(python: &str, dir: &Path, sql: &str) -> Vec<Vec<Vec<Value>>> {
@@ -134,7 +122,7 @@ print(json.dumps(out, default=str))
 
 #[test]
 fn the_documented_duckdb_queries_agree_with_an_unsharded_audit() {
-    let python = match duckdb_python() {
+    let python = match test_python(&["duckdb"]) {
         Ok(p) => p,
         Err(why) => {
             eprintln!(

@@ -283,3 +283,64 @@ fn gitlab_code_quality_has_an_issue_per_finding() {
         assert!(i["location"]["lines"]["begin"].as_u64().expect("line") >= 1);
     }
 }
+
+/// Schema errors of `log` against the OASIS SARIF 2.1.0 schema
+/// (tests/schemas), by Python's `jsonschema` (draft 4, as the schema says).
+fn sarif_schema_errors(python: &str, log: &str) -> Vec<String> {
+    use std::io::Write;
+    let script = r#"
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+for e in jsonschema.Draft4Validator(schema).iter_errors(json.load(sys.stdin)):
+    print("/".join(map(str, e.absolute_path)) + ": " + e.message[:200])
+"#;
+    let schema = root().join("tests/schemas/sarif-schema-2.1.0.json");
+    let mut child = std::process::Command::new(python)
+        .args(["-c", script])
+        .arg(&schema)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(log.as_bytes())
+        .expect("log written");
+    let out = child.wait_with_output().expect("python finishes");
+    assert!(
+        out.status.success(),
+        "the validator failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// Every sample run's SARIF log, and the fixtures', validates against the
+/// 2.1.0 schema; a log with a level SARIF does not know does not (so the
+/// validation can fail).
+#[test]
+fn sarif_validates_against_the_2_1_0_schema() {
+    let python = match test_python(&["jsonschema"]) {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("skipped: validating SARIF needs Python with jsonschema: {why}");
+            return;
+        }
+    };
+    let (sarif, _) = all_runs("sarif", &[]);
+    let (fixtures, _, _) = cli(&["--format", "sarif", "fixtures"]);
+    for log in [&sarif, &fixtures] {
+        let errors = sarif_schema_errors(&python, log);
+        assert!(errors.is_empty(), "{}", errors.join("\n"));
+    }
+    let broken = sarif.replacen("\"level\": \"error\"", "\"level\": \"fatal\"", 1);
+    assert_ne!(broken, sarif, "the log has an error-level result");
+    let errors = sarif_schema_errors(&python, &broken);
+    assert!(errors.iter().any(|e| e.contains("fatal")), "{errors:?}");
+}

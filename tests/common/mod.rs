@@ -167,3 +167,23 @@ pub fn percentile(values: &[f64], q: f64) -> f64 {
     let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
     v[lo] + (v[hi] - v[lo]) * (rank - lo as f64)
 }
+
+/// A Python interpreter that can import every one of `modules` (PyPI
+/// packages a test needs: `duckdb`, `jsonschema`): the one in
+/// `ARTIFACT_CHECK_TEST_PYTHON` (`.ci/run` sets it), else `python3`; or why
+/// there is none, for the test's "skipped" message.
+pub fn test_python(modules: &[&str]) -> Result<String, String> {
+    let python = std::env::var("ARTIFACT_CHECK_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let import = format!("import {}", modules.join(", "));
+    match std::process::Command::new(&python)
+        .args(["-c", &import])
+        .output()
+    {
+        Ok(o) if o.status.success() => Ok(python),
+        Ok(_) => Err(format!(
+            "{python} cannot `{import}` (pip install {})",
+            modules.join(" ")
+        )),
+        Err(e) => Err(format!("{python}: {e}")),
+    }
+}
