@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use clap::builder::PossibleValuesParser;
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{ColdLayer, Layer, PhaseLayer, PrefixLayer};
+use crate::config::{ColdLayer, Layer, PhaseLayer, PrefixLayer, SteadyLayer};
 use crate::report::Format;
 
 const EXIT_CODES: &str = "\
@@ -153,6 +153,18 @@ pub struct Thresholds {
     /// prefix_cache: report prefill throughput overstated by more than this percent [default: 10].
     #[arg(long, value_name = "PCT")]
     pub prefill_overstatement_pct: Option<f64>,
+    /// steady_state: report a statistic the opening wave or the drain tail moves by more than
+    /// this percent [default: 5].
+    #[arg(long, value_name = "PCT")]
+    pub steady_bias_pct: Option<f64>,
+    /// steady_state: fewer successful profiling records than this are too few to tell
+    /// [default: 20].
+    #[arg(long, value_name = "N")]
+    pub steady_min_records: Option<usize>,
+    /// steady_state: an opening wave's median TTFT is at least this many times the steady
+    /// median [default: 1.5].
+    #[arg(long, value_name = "RATIO")]
+    pub wave_ratio: Option<f64>,
     /// phase_contamination: slack when matching scrape increments to requests [default: 20].
     #[arg(long, value_name = "MS")]
     pub match_slack_ms: Option<f64>,
@@ -244,10 +256,16 @@ impl Thresholds {
             prompt_tokens_pct: self.prompt_tokens_pct,
             prefill_overstatement_pct: self.prefill_overstatement_pct,
         };
+        let steady = SteadyLayer {
+            bias_pct: self.steady_bias_pct,
+            min_records: self.steady_min_records,
+            wave_ratio: self.wave_ratio,
+        };
         Layer {
             cold_connections: (cold != ColdLayer::default()).then_some(cold),
             phase_contamination: (phase != PhaseLayer::default()).then_some(phase),
             prefix_cache: (prefix != PrefixLayer::default()).then_some(prefix),
+            steady_state: (steady != SteadyLayer::default()).then_some(steady),
             ..Layer::default()
         }
     }

@@ -91,6 +91,30 @@ impl Default for PrefixSettings {
     }
 }
 
+/// Thresholds of the `steady_state` check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SteadySettings {
+    /// Finding when a published statistic over all profiling records
+    /// differs from the steady-state one by more than this (percent).
+    pub bias_pct: f64,
+    /// Fewer successful profiling records than this: too few to tell a
+    /// wave or a tail from the rest.
+    pub min_records: usize,
+    /// An opening wave's median TTFT (latency without streaming) is at
+    /// least this many times the steady median.
+    pub wave_ratio: f64,
+}
+
+impl Default for SteadySettings {
+    fn default() -> Self {
+        SteadySettings {
+            bias_pct: 5.0,
+            min_records: 20,
+            wave_ratio: 1.5,
+        }
+    }
+}
+
 /// Which findings are reported: `--select` / `--ignore`, and the scoped
 /// ignores of the file.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -169,6 +193,8 @@ pub struct Settings {
     pub phase: PhaseSettings,
     /// `prefix_cache`.
     pub prefix: PrefixSettings,
+    /// `steady_state`.
+    pub steady: SteadySettings,
     /// Only this shard's runs are audited (`--shard`; command line only).
     pub shard: Option<crate::discover::Shard>,
 }
@@ -264,6 +290,9 @@ pub struct Layer {
     /// `prefix_cache` thresholds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_cache: Option<PrefixLayer>,
+    /// `steady_state` thresholds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<SteadyLayer>,
 }
 
 /// `[[scoped-ignore]]` as written.
@@ -405,6 +434,39 @@ impl PrefixLayer {
         }
         Ok(())
     }
+}
+
+impl SteadyLayer {
+    fn apply(&self, s: &mut SteadySettings, origin: &Origin) -> Result<(), ConfigError> {
+        let t = |file_key, flag, v| threshold(origin, file_key, flag, v);
+        if let Some(v) = t("steady-state.bias-pct", "steady-bias-pct", self.bias_pct)? {
+            s.bias_pct = v;
+        }
+        if let Some(v) = self.min_records {
+            s.min_records = v;
+        }
+        if let Some(v) = t("steady-state.wave-ratio", "wave-ratio", self.wave_ratio)? {
+            if v < 1.0 {
+                return Err(ConfigError::Value {
+                    origin: origin.clone(),
+                    key: origin.key("steady-state.wave-ratio", "wave-ratio"),
+                    message: format!("must be at least 1 (a wave is slower than steady state), not {v}"),
+                });
+            }
+            s.wave_ratio = v;
+        }
+        Ok(())
+    }
+}
+
+/// `[steady-state]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+#[allow(missing_docs)]
+pub struct SteadyLayer {
+    pub bias_pct: Option<f64>,
+    pub min_records: Option<usize>,
+    pub wave_ratio: Option<f64>,
 }
 
 /// `[cold-connections]`.
@@ -580,6 +642,9 @@ impl Layer {
         if let Some(p) = &self.prefix_cache {
             p.apply(&mut s.prefix, origin)?;
         }
+        if let Some(p) = &self.steady_state {
+            p.apply(&mut s.steady, origin)?;
+        }
         Ok(())
     }
 
@@ -623,6 +688,11 @@ impl Layer {
                 client_summary_pp: Some(s.prefix.client_summary_pp),
                 prompt_tokens_pct: Some(s.prefix.prompt_tokens_pct),
                 prefill_overstatement_pct: Some(s.prefix.prefill_overstatement_pct),
+            }),
+            steady_state: Some(SteadyLayer {
+                bias_pct: Some(s.steady.bias_pct),
+                min_records: Some(s.steady.min_records),
+                wave_ratio: Some(s.steady.wave_ratio),
             }),
         }
     }

@@ -33,6 +33,15 @@ Faults, each recorded in the ledger:
   --prefix-cache      a block prefix cache (16-word blocks): usage reports
            prompt_tokens_details.cached_tokens, the cache counters count it
 
+The engine's start and load (the steady-state fixtures):
+  --cold-start N:SECONDS  the first N requests the server sees pass, one at a
+           time, a cold stage of SECONDS each before their prefill (graph
+           capture, JIT, cache allocation on first use): an opening wave
+  --prefill-batch     prefill is batched: a request's prefill takes as long
+           as the prompt tokens of every request in prefill when it enters
+  --itl-per-inflight S  decode slows with load: each inter-token gap is
+           --itl-s + S x (requests in flight - 1)
+
 The ledger (--ledger, JSON lines) has a line per connection, per request
 (with the X-Request-ID AIPerf sent, its engine / DP group, its tokens and
 every observation with its metric, series labels, endpoint role, value and
@@ -463,6 +472,9 @@ class Server:
         self.dep = DEPLOYMENTS[args.framework](args, time.time() - 3600.0)
         self.cache = PrefixCache() if args.prefix_cache else None
         self.lock = threading.Lock()
+        self.cold_lock = threading.Lock()
+        self.inflight = 0
+        self.in_prefill = 0
         self.requests = 0
         self.connections = 0
         self.scrapes = 0
@@ -574,11 +586,55 @@ def make_handler(server, routes, chat=True):
             dep = server.dep
             dep.assign(req)
             dep.on_arrival(req)
-            queue_s = 0.001
-            time.sleep(queue_s)
+            with server.lock:
+                server.inflight += 1
+                req.rec["inflight_at_arrival"] = server.inflight
+            try:
+                self.engine(req, model)
+            finally:
+                with server.lock:
+                    server.inflight -= 1
+
+        def cold_stage(self, req):
+            """--cold-start: the first N requests pass one at a time."""
+            if not args.cold_start:
+                return 0.0
+            n, seconds = args.cold_start.split(":")
+            if req.ordinal > int(n):
+                return 0.0
+            t = time.time()
+            with server.cold_lock:
+                time.sleep(float(seconds))
+            req.rec["cold_stage_s"] = time.time() - t
+            return req.rec["cold_stage_s"]
+
+        def prefill_time(self, req):
+            tokens = req.prompt - req.cached
+            if args.prefill_batch:
+                with server.lock:
+                    server.in_prefill += 1
+                    batch = server.in_prefill
+                req.rec["prefill_batch"] = batch
+                tokens *= batch
+            return 0.004 + tokens * args.prefill_s_per_token
+
+        def itl(self):
+            if not args.itl_per_inflight:
+                return args.itl_s
+            with server.lock:
+                n = server.inflight
+            return args.itl_s + args.itl_per_inflight * max(0, n - 1)
+
+        def engine(self, req, model):
+            dep = server.dep
+            queue_s = 0.001 + self.cold_stage(req)
+            time.sleep(0.001)
             dep.on_scheduled(req)
-            prefill_s = 0.004 + (req.prompt - req.cached) * args.prefill_s_per_token
+            prefill_s = self.prefill_time(req)
             time.sleep(prefill_s)
+            if args.prefill_batch:
+                with server.lock:
+                    server.in_prefill -= 1
             if hasattr(dep, "on_prefilled"):
                 dep.on_prefilled(req, {"queue": queue_s, "prefill": prefill_s,
                                        "prefill_done": time.time() - req.t0})
@@ -597,11 +653,12 @@ def make_handler(server, routes, chat=True):
             req.rec["t_first_token_ns"] = int(t_first * 1e9)
             dep.on_first_token(req, t_first - req.t0)
             for _ in range(req.completion - 1):
-                time.sleep(args.itl_s)
+                itl = self.itl()
+                time.sleep(itl)
                 c = dict(base, choices=[{"index": 0, "delta": {"content": "tok "},
                                          "finish_reason": None}])
                 self.chunk(json.dumps(c).encode())
-                dep.on_token(req, args.itl_s)
+                dep.on_token(req, itl)
             e2e = time.time() - req.t0
             decode = time.time() - t_first
             times = {"e2e": e2e, "queue": queue_s, "prefill": prefill_s, "decode": decode,
@@ -661,6 +718,9 @@ def main():
     p.add_argument("--prefill-s-per-token", type=float, default=0.00005)
     p.add_argument("--itl-s", type=float, default=0.002)
     p.add_argument("--kv-transfer-s", type=float, default=0.002)
+    p.add_argument("--cold-start", metavar="N:SECONDS")
+    p.add_argument("--prefill-batch", action="store_true")
+    p.add_argument("--itl-per-inflight", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=7)
     args = p.parse_args()
     random.seed(args.seed)

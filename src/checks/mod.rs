@@ -17,6 +17,7 @@ pub mod artifacts;
 pub mod cold_connections;
 pub mod phase_contamination;
 pub mod prefix_cache;
+pub mod steady_state;
 
 use std::any::Any;
 use std::fmt::Debug;
@@ -37,6 +38,7 @@ pub const ALL: &[Check] = &[
     phase_contamination::CHECK,
     cold_connections::CHECK,
     prefix_cache::CHECK,
+    steady_state::CHECK,
 ];
 
 /// Every finding code, in registry order: each check's codes, then the

@@ -19,6 +19,7 @@ pub mod layout;
 pub mod observers;
 pub mod resets;
 pub mod selection;
+pub mod steady;
 
 use serde::Serialize;
 

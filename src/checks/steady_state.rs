@@ -1,0 +1,563 @@
+//! Check `steady_state`: the opening wave and the drain tail, and what they
+//! do to the published numbers.
+//!
+//! What it checks: `model::steady` finds the wave (by its effect on TTFT,
+//! connection time taken off) and the tail (the requests that ran mostly
+//! after the last one was sent). For TTFT, ITL, request latency and per-user
+//! output throughput (mean, p50, p90, p99), and for output-token and request
+//! throughput, it compares every successful profiling record (what AIPerf
+//! publishes) with the steady ones only, in percent, and tests the wave's
+//! and the tail's difference from steady state against noise (Welch's t,
+//! 95 %).
+//!
+//! Why it matters: the numbers were measured right, but a p99 set by the
+//! server's first requests, or an ITL lowered by the last ones running
+//! alone, describes the start and the end of the run, not the service.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::{Check, CheckOutput, CheckReport, CheckStatus, Ctx, Detail};
+use crate::artifacts::records::{self, Metric, Record, RequestRef};
+use crate::config::SteadySettings;
+use crate::findings::{Finding, Unit};
+use crate::model::steady::{self, SteadyState};
+use crate::stats::{self, DiffInterval, Stat};
+
+/// The check.
+pub const CHECK: Check = Check {
+    name: "steady_state",
+    codes: &[CODES],
+    run,
+};
+
+crate::define_codes! { "steady_state";
+    RAMP_UP_BIAS => ("ramp-up-bias", Warning,
+        "The opening wave (the server's start, not its service) moves a published statistic by more than the threshold"),
+    DRAIN_TAIL_BIAS => ("drain-tail-bias", Warning,
+        "The drain tail (the last requests running at falling concurrency) moves a published statistic by more than the threshold"),
+}
+
+/// The per-request metrics compared.
+const METRICS: &[Metric] = &[
+    Metric::TimeToFirstToken,
+    Metric::InterTokenLatency,
+    Metric::RequestLatency,
+    Metric::OutputTokenThroughputPerUser,
+];
+
+/// One (metric, statistic) row: all profiling records vs steady state.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Metric tag, or `output_token_throughput` / `request_throughput`.
+    pub metric: &'static str,
+    /// The statistic (`mean` for the throughputs: over their window).
+    pub stat: Stat,
+    /// Over every successful profiling record (as AIPerf publishes it).
+    pub all: Option<f64>,
+    /// Over the steady records (throughputs: over the steady window).
+    pub steady: Option<f64>,
+    /// `(all - steady) / steady x 100`.
+    pub bias_pct: Option<f64>,
+}
+
+/// The opening wave.
+#[derive(Debug, Clone, Serialize)]
+pub struct Wave {
+    /// Its requests.
+    pub requests: usize,
+    /// Their `x_request_id`s, in arrival order.
+    pub request_ids: Vec<RequestRef>,
+    /// Seconds from the first profiling request's start to the last wave
+    /// request's.
+    pub started_within_s: f64,
+    /// Median of the basis value less DNS + connect (ms): wave, steady.
+    pub median_ms: f64,
+    /// The steady median (ms).
+    pub steady_median_ms: f64,
+    /// Of its requests, those that paid DNS or connect.
+    pub paid_connection: usize,
+    /// Mean DNS + connect of its requests (ms).
+    pub connection_ms_mean: f64,
+    /// Mean of the rest of the basis value (server queueing and start) (ms).
+    pub server_ms_mean: f64,
+    /// mean(wave) - mean(steady) of the basis value, Welch 95 %.
+    pub minus_steady: Option<DiffInterval>,
+    /// Whether the difference is larger than noise.
+    pub larger_than_noise: bool,
+}
+
+/// The drain tail.
+#[derive(Debug, Clone, Serialize)]
+pub struct Tail {
+    /// Its requests.
+    pub requests: usize,
+    /// Their `x_request_id`s, in arrival order.
+    pub request_ids: Vec<RequestRef>,
+    /// Requests in flight when the last one was sent.
+    pub inflight_at_drain: usize,
+    /// The metric its difference is tested on (`inter_token_latency`, or
+    /// `request_latency` without it).
+    pub metric: Metric,
+    /// Its mean of that metric, and the steady mean.
+    pub mean: Option<f64>,
+    /// The steady records' mean.
+    pub steady_mean: Option<f64>,
+    /// mean(tail) - mean(steady), Welch 95 %.
+    pub minus_steady: Option<DiffInterval>,
+    /// Whether the difference is larger than noise (`null`: too few).
+    pub larger_than_noise: Option<bool>,
+}
+
+/// Figures of the `steady_state` check.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// What was found from the request times.
+    #[serde(flatten)]
+    pub state: SteadyState,
+    /// Successful profiling records in the steady state.
+    pub steady_records: usize,
+    /// The opening wave, when there is one.
+    pub wave: Option<Wave>,
+    /// The drain tail, when it holds requests.
+    pub tail: Option<Tail>,
+    /// All vs steady, per metric and statistic.
+    pub metrics: Vec<Row>,
+    /// Thresholds in force.
+    pub bias_pct: f64,
+}
+
+impl CheckReport for Report {
+    fn summary(&self, reason: Option<&str>) -> String {
+        if let Some(r) = reason {
+            return format!("cannot tell: {r}");
+        }
+        let wave = self.wave.as_ref().map_or("no opening wave".into(), |w| {
+            format!(
+                "opening wave of {} (median {:.1} ms vs {:.1} ms steady)",
+                w.requests, w.median_ms, w.steady_median_ms
+            )
+        });
+        let tail = self.tail.as_ref().map_or("no drain tail".into(), |t| {
+            format!("drain tail of {}", t.requests)
+        });
+        format!(
+            "{wave}; {tail}; {} of {} records steady",
+            self.steady_records, self.state.records
+        )
+    }
+
+    fn details(&self, status: CheckStatus) -> Vec<Detail> {
+        if !matches!(status, CheckStatus::Warn | CheckStatus::Fail) {
+            return Vec::new();
+        }
+        let f = |v: Option<f64>| v.map_or("n/a".into(), |x| format!("{x:.4}"));
+        let rows = self
+            .metrics
+            .iter()
+            .map(|r| {
+                vec![
+                    r.metric.to_string(),
+                    r.stat.as_str().to_string(),
+                    f(r.all),
+                    f(r.steady),
+                    r.bias_pct
+                        .map_or("n/a".into(), |b| format!("{b:+.1} %")),
+                ]
+            })
+            .collect();
+        vec![Detail {
+            header: vec!["metric", "stat", "all", "steady", "bias"],
+            rows,
+        }]
+    }
+}
+
+/// Runs the check.
+pub fn run(ctx: &Ctx) -> CheckOutput {
+    let s = &ctx.settings.steady;
+    let Some(records) = ctx.records() else {
+        return CheckOutput {
+            report: Arc::new(empty(s)),
+            findings: Vec::new(),
+            cannot_tell: Some(format!("{} was not read", records::FILE)),
+        };
+    };
+    let state = steady::detect(records, s);
+    let mut report = empty(s);
+    if let Some(reason) = state.reason.clone().filter(|_| state.basis.is_none()) {
+        report.state = state;
+        return CheckOutput {
+            report: Arc::new(report),
+            findings: Vec::new(),
+            cannot_tell: Some(reason),
+        };
+    }
+    let window = ctx.model.profiling.server_window_ns;
+    let split = Split::of(records, &state);
+    report.steady_records = split.steady.len();
+    report.metrics = rows(&split, &state, window);
+    report.wave = wave(&split, &state);
+    report.tail = tail(&split, &state);
+    let mut findings = Vec::new();
+    findings.extend(ramp_finding(&report, s));
+    findings.extend(drain_finding(&report, s));
+    report.state = state;
+    CheckOutput {
+        report: Arc::new(report),
+        findings,
+        cannot_tell: None,
+    }
+}
+
+fn empty(s: &SteadySettings) -> Report {
+    Report {
+        state: SteadyState::default(),
+        steady_records: 0,
+        wave: None,
+        tail: None,
+        metrics: Vec::new(),
+        bias_pct: s.bias_pct,
+    }
+}
+
+/// The successful profiling records: all, wave, tail and steady.
+struct Split<'a> {
+    all: Vec<&'a Record>,
+    wave: Vec<&'a Record>,
+    tail: Vec<&'a Record>,
+    steady: Vec<&'a Record>,
+}
+
+impl<'a> Split<'a> {
+    fn of(records: &'a [Record], st: &SteadyState) -> Split<'a> {
+        let pick = |ix: &[usize]| ix.iter().map(|&i| &records[i]).collect::<Vec<_>>();
+        let all: Vec<&Record> = records
+            .iter()
+            .filter(|r| r.phase == records::Phase::Profiling && r.is_success())
+            .collect();
+        let steady = records
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| {
+                r.phase == records::Phase::Profiling && r.is_success() && !st.excludes(*i)
+            })
+            .map(|(_, r)| r)
+            .collect();
+        Split {
+            all,
+            wave: pick(&st.wave),
+            tail: pick(&st.tail),
+            steady,
+        }
+    }
+}
+
+fn values(rs: &[&Record], m: Metric) -> Vec<f64> {
+    rs.iter().filter_map(|r| r.values.get(m)).collect()
+}
+
+/// All vs steady for every metric and statistic, then the throughputs.
+fn rows(split: &Split, st: &SteadyState, window: Option<(u64, u64)>) -> Vec<Row> {
+    let mut out = Vec::new();
+    for &m in METRICS {
+        let mut a = values(&split.all, m);
+        if a.is_empty() {
+            continue;
+        }
+        let mut b = values(&split.steady, m);
+        let (sa, sb) = (
+            stats::Summary::of_values(&mut a),
+            stats::Summary::of_values(&mut b),
+        );
+        for stat in Stat::ALL.iter().copied() {
+            let (all, steady) = (sa.get(stat), sb.get(stat));
+            out.push(Row {
+                metric: m.tag(),
+                stat,
+                all,
+                steady,
+                bias_pct: stats::bias_pct(all, steady),
+            });
+        }
+    }
+    let span = window.or_else(|| {
+        let a = split.all.iter().map(|r| r.request_start_ns).min()?;
+        let b = split.all.iter().map(|r| r.request_end_ns).max()?;
+        Some((a, b))
+    });
+    for (name, per) in [
+        ("output_token_throughput", Per::Tokens),
+        ("request_throughput", Per::Requests),
+    ] {
+        let all = rate(&split.all, span, per, false);
+        let steady = rate(&split.all, st.window_ns, per, true);
+        if all.is_some() {
+            out.push(Row {
+                metric: name,
+                stat: Stat::Mean,
+                all,
+                steady,
+                bias_pct: stats::bias_pct(all, steady),
+            });
+        }
+    }
+    out
+}
+
+/// What a throughput counts.
+#[derive(Clone, Copy, PartialEq)]
+enum Per {
+    /// Output tokens (`output_sequence_length`).
+    Tokens,
+    /// Requests.
+    Requests,
+}
+
+/// A throughput over a window (per second). Over the whole window (`part`
+/// false) every record counts whole, as AIPerf counts it; over a part of the
+/// run, output tokens count by the share of their generation (first token
+/// to end) inside it, requests where they end.
+fn rate(rs: &[&Record], window: Option<(u64, u64)>, per: Per, part: bool) -> Option<f64> {
+    let (a, b) = window?;
+    let secs = b.checked_sub(a)? as f64 / 1e9;
+    if secs <= 0.0 || rs.is_empty() {
+        return None;
+    }
+    let inside = |t: u64| f64::from(u8::from((a..=b).contains(&t)));
+    let mut total = 0.0;
+    for r in rs {
+        total += match (per, part) {
+            (Per::Requests, false) => 1.0,
+            (Per::Requests, true) => inside(r.request_end_ns),
+            (Per::Tokens, false) => r.values.get(Metric::OutputSequenceLength)?,
+            (Per::Tokens, true) => {
+                let v = r.values.get(Metric::OutputSequenceLength)?;
+                let hi = r.request_end_ns;
+                let lo = r.first_token_ns().unwrap_or(r.request_start_ns).min(hi);
+                if hi == lo {
+                    inside(hi) * v
+                } else {
+                    v * hi.min(b).saturating_sub(lo.max(a)) as f64 / (hi - lo) as f64
+                }
+            }
+        };
+    }
+    Some(total / secs)
+}
+
+fn noise(a: &[f64], b: &[f64]) -> Option<DiffInterval> {
+    stats::welch_interval(a, b, 0.95)
+}
+
+fn wave(split: &Split, st: &SteadyState) -> Option<Wave> {
+    let basis = st.basis?;
+    if split.wave.is_empty() {
+        return None;
+    }
+    let paid = |r: &Record| {
+        r.values.get(Metric::HttpReqDnsLookup).unwrap_or(0.0).max(0.0)
+            + r.values.get(Metric::HttpReqConnecting).unwrap_or(0.0).max(0.0)
+    };
+    let n = split.wave.len() as f64;
+    let connection: f64 = split.wave.iter().map(|r| paid(r)).sum::<f64>() / n;
+    let total: f64 = values(&split.wave, basis).iter().sum::<f64>() / n;
+    let first = split.all.iter().map(|r| r.request_start_ns).min()?;
+    let last = split.wave.iter().map(|r| r.request_start_ns).max()?;
+    let minus_steady = noise(&values(&split.wave, basis), &values(&split.steady, basis));
+    Some(Wave {
+        requests: split.wave.len(),
+        request_ids: split.wave.iter().map(|r| r.request_ref()).collect(),
+        started_within_s: last.saturating_sub(first) as f64 / 1e9,
+        median_ms: st.wave_median_ms?,
+        steady_median_ms: st.steady_median_ms?,
+        paid_connection: split.wave.iter().filter(|r| paid(r) > 0.0).count(),
+        connection_ms_mean: connection,
+        server_ms_mean: total - connection,
+        // With one wave request (or no spread) the robust rule that found it
+        // is the noise test: it is more than 3 robust SDs above steady.
+        larger_than_noise: minus_steady.is_none_or(|d| d.excludes_zero()),
+        minus_steady,
+    })
+}
+
+fn tail(split: &Split, st: &SteadyState) -> Option<Tail> {
+    if split.tail.is_empty() {
+        return None;
+    }
+    let metric = if split.all.iter().any(|r| r.values.get(Metric::InterTokenLatency).is_some()) {
+        Metric::InterTokenLatency
+    } else {
+        Metric::RequestLatency
+    };
+    let (t, s) = (values(&split.tail, metric), values(&split.steady, metric));
+    let minus_steady = noise(&t, &s);
+    Some(Tail {
+        requests: split.tail.len(),
+        request_ids: split.tail.iter().map(|r| r.request_ref()).collect(),
+        inflight_at_drain: st.inflight_at_drain,
+        metric,
+        mean: stats::mean(&t),
+        steady_mean: stats::mean(&s),
+        larger_than_noise: minus_steady.map(|d| d.excludes_zero()),
+        minus_steady,
+    })
+}
+
+/// The rows of `metrics` whose bias exceeds the threshold.
+fn beyond<'a>(r: &'a Report, metrics: &[&str], stats: &[Stat], limit: f64) -> Vec<&'a Row> {
+    r.metrics
+        .iter()
+        .filter(|x| metrics.contains(&x.metric) && stats.contains(&x.stat))
+        .filter(|x| x.bias_pct.is_some_and(|b| b.abs() > limit))
+        .collect()
+}
+
+fn sizes(rows: &[&Row]) -> String {
+    rows.iter()
+        .map(|x| {
+            format!(
+                "{} {} {:+.1} %",
+                x.metric,
+                x.stat.as_str(),
+                x.bias_pct.unwrap_or(f64::NAN)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn ramp_finding(r: &Report, s: &SteadySettings) -> Option<Finding> {
+    let w = r.wave.as_ref()?;
+    let moved = beyond(
+        r,
+        &["time_to_first_token", "request_latency"],
+        &[Stat::Mean, Stat::P90, Stat::P99],
+        s.bias_pct,
+    );
+    if moved.is_empty() || !w.larger_than_noise {
+        return None;
+    }
+    let basis = r.state.basis.map_or("time_to_first_token", Metric::tag);
+    let interval = w.minus_steady.as_ref().map_or(String::new(), |d| {
+        format!(
+            " (wave minus steady mean {:+.1} ms, 95 % Welch interval {:+.1} to {:+.1} ms)",
+            d.diff, d.low, d.high
+        )
+    });
+    let conn = if w.paid_connection > 0 {
+        format!(
+            "; {} of them opened a connection, but DNS + connect is only {:.1} ms of their \
+             {:.1} ms mean: the rest, {:.1} ms, is the server's queueing and start, not the \
+             network",
+            w.paid_connection,
+            w.connection_ms_mean,
+            w.connection_ms_mean + w.server_ms_mean,
+            w.server_ms_mean
+        )
+    } else {
+        String::new()
+    };
+    let mut f = Finding::new(
+        RAMP_UP_BIAS,
+        format!(
+            "the opening wave: the first {} profiling request(s) (started within {:.2} s) had \
+             a median {basis} of {:.1} ms against {:.1} ms in steady state ({:.1}x){interval}{conn}; \
+             they move {}. Publish the steady-state figures (`artifact-check clean \
+             --steady-state`) or warm the server up until its first requests are served at \
+             steady speed",
+            w.requests,
+            w.started_within_s,
+            w.median_ms,
+            w.steady_median_ms,
+            w.median_ms / w.steady_median_ms,
+            sizes(&moved)
+        ),
+    )
+    .file(records::FILE)
+    .field(format!("metrics.{basis}"))
+    .expected_found(
+        format!("steady-state {basis} median {:.1} ms", w.steady_median_ms),
+        format!("{} request(s) at median {:.1} ms", w.requests, w.median_ms),
+    )
+    .effect("wave_requests", w.requests as f64, Unit::Count);
+    for x in &moved {
+        f = f.effect(bias_quantity(x), x.bias_pct.unwrap_or(f64::NAN), Unit::Percent);
+    }
+    Some(f.effect("wave_connection_ms_mean", w.connection_ms_mean, Unit::Ms))
+}
+
+fn drain_finding(r: &Report, s: &SteadySettings) -> Option<Finding> {
+    let t = r.tail.as_ref()?;
+    let moved = beyond(
+        r,
+        &[
+            "inter_token_latency",
+            "output_token_throughput_per_user",
+            "output_token_throughput",
+            "request_throughput",
+        ],
+        &[Stat::Mean, Stat::P50, Stat::P90, Stat::P99],
+        s.bias_pct,
+    );
+    if moved.is_empty() || t.larger_than_noise != Some(true) {
+        return None;
+    }
+    let d = t.minus_steady.as_ref()?;
+    let mut f = Finding::new(
+        DRAIN_TAIL_BIAS,
+        format!(
+            "the drain tail: after the last profiling request was sent, {} request(s) in flight \
+             finished with nothing replacing them; the {} that ran mostly after that had a mean \
+             {} of {:.3} against {:.3} in steady state (tail minus steady {:+.3}, 95 % Welch \
+             interval {:+.3} to {:+.3}); they move {}. The published figures mix the service at \
+             full load with its end at falling load",
+            t.inflight_at_drain,
+            t.requests,
+            t.metric.tag(),
+            t.mean.unwrap_or(f64::NAN),
+            t.steady_mean.unwrap_or(f64::NAN),
+            d.diff,
+            d.low,
+            d.high,
+            sizes(&moved)
+        ),
+    )
+    .file(records::FILE)
+    .field(format!("metrics.{}", t.metric.tag()))
+    .expected_found(
+        format!("steady-state mean {:.3}", t.steady_mean.unwrap_or(f64::NAN)),
+        format!("{} tail request(s) at mean {:.3}", t.requests, t.mean.unwrap_or(f64::NAN)),
+    )
+    .effect("tail_requests", t.requests as f64, Unit::Count);
+    for x in &moved {
+        f = f.effect(bias_quantity(x), x.bias_pct.unwrap_or(f64::NAN), Unit::Percent);
+    }
+    Some(f)
+}
+
+/// `<metric>_<stat>_bias` as a static effect name.
+fn bias_quantity(x: &Row) -> &'static str {
+    macro_rules! names {
+        ($($m:literal),*) => {
+            match (x.metric, x.stat) {
+                $(
+                    ($m, Stat::Mean) => concat!($m, "_mean_bias"),
+                    ($m, Stat::P50) => concat!($m, "_p50_bias"),
+                    ($m, Stat::P90) => concat!($m, "_p90_bias"),
+                    ($m, Stat::P99) => concat!($m, "_p99_bias"),
+                )*
+                _ => "bias",
+            }
+        };
+    }
+    names!(
+        "time_to_first_token",
+        "inter_token_latency",
+        "request_latency",
+        "output_token_throughput_per_user",
+        "output_token_throughput",
+        "request_throughput"
+    )
+}

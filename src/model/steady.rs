@@ -1,0 +1,277 @@
+//! The run's steady state: the opening wave, the drain tail, and the window
+//! between them, found from the per-request times (start, first token, end)
+//! alone. Shared by the `steady_state` check, `clean --steady-state` and the
+//! claims over steady state.
+//!
+//! **The opening wave**, by its effect. The successful profiling requests in
+//! the order they reached the server (start plus DNS and connect), each
+//! valued by its TTFT (its latency without streaming) less the DNS + connect
+//! it paid, so that a new connection is never taken for a slow server (that
+//! is `cold_connections`' finding). On the logarithm of those values, the
+//! one split of the sequence into a prefix (at most half of it) and the rest
+//! that leaves the least squared deviation from the two means (a single
+//! least-squares change point). The prefix is a wave when its median is at
+//! least `wave-ratio` times the rest's median and more than 3 robust
+//! standard deviations (1.4826 x MAD) above it; the wave then ends at its
+//! last request that is itself that far above. This works at concurrency 1
+//! and at thousands, with or without warmup, for concurrency- and
+//! rate-driven runs, because it asks the requests, not the load generator.
+//!
+//! **The drain tail**, by the load: after the last profiling request is sent
+//! nothing replaces a finished one, so in-flight requests fall to zero. A
+//! request is in the tail when at least half of its generation (first token
+//! to end) ran after that instant. Whether the tail changed a published
+//! number is the check's question.
+//!
+//! SGLang's `steady_state_serving` (the longest interval with in-flight
+//! requests >= ratio x peak) is computed from the load alone; at small
+//! concurrency every completion drops below the ratio (at concurrency 8 and
+//! ratio 0.9, one completion is 7/8 < 0.9), so its spans are single waves,
+//! and the longest can be the opening wave itself. Here the load only bounds
+//! the tail; the wave is found by what it did.
+
+use serde::Serialize;
+
+use super::connection::arrival_ns;
+use crate::artifacts::records::{Metric, Phase, Record};
+use crate::config::SteadySettings;
+
+/// A wave request is more than this many robust standard deviations above
+/// the steady median (on the log scale).
+const ROBUST_Z: f64 = 3.0;
+/// 1.4826 x MAD estimates the standard deviation of a normal sample.
+const MAD_SCALE: f64 = 1.4826;
+/// A request is in the tail when this share of its generation ran after the
+/// last request was sent.
+const TAIL_SHARE: f64 = 0.5;
+
+/// The wave, the tail and the steady window of one run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SteadyState {
+    /// Successful profiling records considered.
+    pub records: usize,
+    /// The per-request value the wave is found by: `time_to_first_token`,
+    /// or `request_latency` without streaming.
+    pub basis: Option<Metric>,
+    /// Indices (into the records) of the opening wave, in arrival order.
+    #[serde(skip)]
+    pub wave: Vec<usize>,
+    /// Indices of the drain tail, in arrival order.
+    #[serde(skip)]
+    pub tail: Vec<usize>,
+    /// Median basis value (less DNS + connect) of the wave (ms).
+    pub wave_median_ms: Option<f64>,
+    /// Median basis value (less DNS + connect) after the wave (ms).
+    pub steady_median_ms: Option<f64>,
+    /// Arrival of the first request after the wave (ns).
+    pub wave_end_ns: Option<u64>,
+    /// When the last profiling request was sent: the drain starts (ns).
+    pub drain_start_ns: Option<u64>,
+    /// From the end of the wave to the start of the drain (ns).
+    pub window_ns: Option<(u64, u64)>,
+    /// Most profiling requests in flight at once.
+    pub inflight_peak: usize,
+    /// Requests in flight when the last one was sent.
+    pub inflight_at_drain: usize,
+    /// Why the wave (or everything) cannot be told.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl SteadyState {
+    /// Whether the record at `index` is in the wave or the tail.
+    pub fn excludes(&self, index: usize) -> bool {
+        self.wave.binary_search(&index).is_ok() || self.tail.binary_search(&index).is_ok()
+    }
+}
+
+/// The basis value of a record less the DNS + connect it paid (ms).
+fn server_ms(r: &Record, basis: Metric) -> Option<f64> {
+    let v = r.values.get(basis)?;
+    let paid = r.values.get(Metric::HttpReqDnsLookup).unwrap_or(0.0)
+        + r.values.get(Metric::HttpReqConnecting).unwrap_or(0.0);
+    Some((v - paid.max(0.0)).max(1e-3))
+}
+
+fn median(sorted: &[f64]) -> f64 {
+    crate::stats::percentile(sorted, 50.0).unwrap_or(f64::NAN)
+}
+
+/// Median and robust standard deviation of `x`.
+fn robust(x: &[f64]) -> (f64, f64) {
+    let s = crate::stats::sorted(x.iter().copied());
+    let m = median(&s);
+    let dev = crate::stats::sorted(x.iter().map(|v| (v - m).abs()));
+    (m, MAD_SCALE * median(&dev))
+}
+
+/// The prefix length `m` in `1..=n/2` that minimises the squared deviation
+/// of `x[..m]` and `x[m..]` from their means (prefix sums: linear time).
+fn change_point(x: &[f64]) -> Option<usize> {
+    let n = x.len();
+    if n < 4 {
+        return None;
+    }
+    let (mut s, mut q) = (vec![0.0; n + 1], vec![0.0; n + 1]);
+    for (i, v) in x.iter().enumerate() {
+        s[i + 1] = s[i] + v;
+        q[i + 1] = q[i] + v * v;
+    }
+    let sse = |a: usize, b: usize| {
+        let len = (b - a) as f64;
+        let sum = s[b] - s[a];
+        (q[b] - q[a]) - sum * sum / len
+    };
+    (1..=n / 2).min_by(|&a, &b| (sse(0, a) + sse(a, n)).total_cmp(&(sse(0, b) + sse(b, n))))
+}
+
+/// Finds the wave, the tail and the steady window of `records`.
+pub fn detect(records: &[Record], s: &SteadySettings) -> SteadyState {
+    let mut order: Vec<usize> = (0..records.len())
+        .filter(|&i| records[i].phase == Phase::Profiling && records[i].is_success())
+        .collect();
+    order.sort_by_key(|&i| (arrival_ns(&records[i]), records[i].line));
+    let mut st = SteadyState {
+        records: order.len(),
+        ..SteadyState::default()
+    };
+    load(records, &mut st);
+    if order.len() < s.min_records.max(4) {
+        st.reason = Some(format!(
+            "{} successful profiling record(s), fewer than {}: too few to tell a wave or a tail \
+             from the rest",
+            order.len(),
+            s.min_records.max(4)
+        ));
+        return st;
+    }
+    let with = |m: Metric| order.iter().filter(|&&i| records[i].values.get(m).is_some()).count();
+    let basis = if with(Metric::TimeToFirstToken) * 10 >= order.len() * 9 {
+        Metric::TimeToFirstToken
+    } else if with(Metric::RequestLatency) * 10 >= order.len() * 9 {
+        Metric::RequestLatency
+    } else {
+        st.reason = Some(
+            "fewer than 90 % of the successful profiling records have time_to_first_token or \
+             request_latency"
+                .into(),
+        );
+        return st;
+    };
+    st.basis = Some(basis);
+    let valued: Vec<(usize, f64)> = order
+        .iter()
+        .filter_map(|&i| server_ms(&records[i], basis).map(|v| (i, v.ln())))
+        .collect();
+    wave(records, &valued, s, &mut st);
+    tail(records, &order, &mut st);
+    st
+}
+
+/// The opening wave (module doc), into `st`.
+fn wave(records: &[Record], valued: &[(usize, f64)], s: &SteadySettings, st: &mut SteadyState) {
+    let x: Vec<f64> = valued.iter().map(|v| v.1).collect();
+    let Some(m) = change_point(&x) else {
+        return;
+    };
+    let (rest_median, rest_sd) = robust(&x[m..]);
+    let (head_median, _) = robust(&x[..m]);
+    let bar = s.wave_ratio.max(1.0).ln().max(ROBUST_Z * rest_sd);
+    st.steady_median_ms = Some(rest_median.exp());
+    if head_median - rest_median < bar || head_median <= rest_median {
+        return;
+    }
+    let Some(end) = (0..m).rev().find(|&i| x[i] - rest_median >= bar) else {
+        return;
+    };
+    st.wave = valued[..=end].iter().map(|v| v.0).collect();
+    st.wave.sort_unstable();
+    let (wave_median, _) = robust(&x[..=end]);
+    st.wave_median_ms = Some(wave_median.exp());
+    st.steady_median_ms = Some(robust(&x[end + 1..]).0.exp());
+    st.wave_end_ns = valued.get(end + 1).map(|v| arrival_ns(&records[v.0]));
+}
+
+/// The drain tail (module doc) and the steady window, into `st`.
+fn tail(records: &[Record], order: &[usize], st: &mut SteadyState) {
+    let Some(drain) = st.drain_start_ns else {
+        return;
+    };
+    for &i in order {
+        if st.wave.binary_search(&i).is_ok() {
+            continue;
+        }
+        let r = &records[i];
+        let first = r
+            .first_token_ns()
+            .unwrap_or(r.request_start_ns)
+            .min(r.request_end_ns);
+        let len = r.request_end_ns - first;
+        let after = r.request_end_ns.saturating_sub(drain.max(first));
+        let share = if len == 0 {
+            f64::from(u8::from(r.request_end_ns > drain))
+        } else {
+            after as f64 / len as f64
+        };
+        if share >= TAIL_SHARE {
+            st.tail.push(i);
+        }
+    }
+    st.tail.sort_unstable();
+    let from = st.wave_end_ns.unwrap_or_else(|| {
+        order
+            .first()
+            .map_or(drain, |&i| records[i].request_start_ns)
+    });
+    st.window_ns = (drain > from).then_some((from, drain));
+}
+
+/// In flight: the peak, and the count when the last request was sent.
+fn load(records: &[Record], st: &mut SteadyState) {
+    let prof = records.iter().filter(|r| r.phase == Phase::Profiling);
+    let mut events: Vec<(u64, i64)> = prof
+        .flat_map(|r| [(r.request_start_ns, 1), (r.request_end_ns, -1)])
+        .collect();
+    // Ends before starts at the same instant: a request that ends as another
+    // starts is not in flight with it.
+    events.sort_unstable();
+    let drain = records
+        .iter()
+        .filter(|r| r.phase == Phase::Profiling)
+        .map(|r| r.request_start_ns)
+        .max();
+    let (mut now, mut peak, mut at_drain) = (0_i64, 0_i64, 0_i64);
+    for (t, d) in events {
+        now += d;
+        peak = peak.max(now);
+        if Some(t) <= drain {
+            at_drain = now;
+        }
+    }
+    st.inflight_peak = peak.max(0) as usize;
+    st.inflight_at_drain = at_drain.max(0) as usize;
+    st.drain_start_ns = drain;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_change_point_finds_a_prefix_step() {
+        let mut x = vec![5.0; 6];
+        x.extend(vec![1.0; 30]);
+        assert_eq!(change_point(&x), Some(6));
+        // A step later than half the sequence is not an opening.
+        let mut y = vec![1.0; 10];
+        y.extend(vec![5.0; 12]);
+        assert!(change_point(&y).is_some_and(|m| m <= 11));
+    }
+
+    #[test]
+    fn robust_spread_ignores_one_outlier() {
+        let (m, sd) = robust(&[1.0, 1.0, 1.1, 0.9, 1.0, 50.0]);
+        assert!((m - 1.0).abs() < 1e-9);
+        assert!(sd < 0.2, "{sd}");
+    }
+}
