@@ -7,6 +7,8 @@
 //!                               # output_token_throughput, request_throughput, ...
 //! value = 152.0
 //! tolerance-pct = 5.0           # relative; or `tolerance = 0.5` (absolute)
+//! over = "steady-state"         # optional: the opening wave and drain tail
+//!                               # dropped too (throughputs: the steady window)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -25,6 +27,7 @@ crate::define_codes! { "claims";
 }
 use crate::model::cache::client_rate;
 use crate::model::selection::{self, Exclusions};
+use crate::model::steady::Per;
 use crate::stats::Stat;
 
 /// What a claim is about.
@@ -55,6 +58,8 @@ pub struct Claim {
     pub tolerance_pct: Option<f64>,
     /// Allowed absolute difference.
     pub tolerance: Option<f64>,
+    /// Over the steady state only (`over = "steady-state"`).
+    pub steady_state: bool,
 }
 
 #[derive(Deserialize)]
@@ -70,6 +75,7 @@ struct ClaimSpec {
     value: f64,
     tolerance_pct: Option<f64>,
     tolerance: Option<f64>,
+    over: Option<String>,
 }
 
 /// Parses a claim name: `<tag>.<stat>`, the aliases `ttft_<stat>_ms`,
@@ -151,6 +157,16 @@ pub enum ClaimsError {
         /// The claim's name.
         name: String,
     },
+    /// `over` is neither `all` nor `steady-state`.
+    #[error("{}: claim {name:?}: over = {over:?} is not \"all\" or \"steady-state\"", path.display())]
+    BadOver {
+        /// The file.
+        path: PathBuf,
+        /// The claim's name.
+        name: String,
+        /// What it is.
+        over: String,
+    },
 }
 
 /// Reads a claims file; any unknown name or key is an error naming it.
@@ -186,6 +202,17 @@ pub fn read(path: &Path) -> Result<Vec<Claim>, ClaimsError> {
                     });
                 }
             }
+            let steady_state = match c.over.as_deref() {
+                None | Some("all") => false,
+                Some("steady-state") => true,
+                Some(other) => {
+                    return Err(ClaimsError::BadOver {
+                        path: path.to_path_buf(),
+                        name: c.name,
+                        over: other.to_string(),
+                    })
+                }
+            };
             if c.tolerance.is_none() && c.tolerance_pct.is_none() {
                 return Err(ClaimsError::NoTolerance {
                     path: path.to_path_buf(),
@@ -198,6 +225,7 @@ pub fn read(path: &Path) -> Result<Vec<Claim>, ClaimsError> {
                 value: c.value,
                 tolerance_pct: c.tolerance_pct,
                 tolerance: c.tolerance,
+                steady_state,
             })
         })
         .collect()
@@ -224,27 +252,30 @@ pub struct ClaimResult {
 }
 
 /// A throughput as AIPerf computes it: the successful profiling requests'
-/// `per` (output tokens, or 1 per request) over the profiling window
-/// (`window_ns`, AIPerf's observation duration; the records' span when the
-/// export has none). Over every successful request, cold ones included:
-/// leaving requests out of a count over the same time is no cleaning.
+/// output tokens (or requests) over the profiling window (`window_ns`,
+/// AIPerf's observation duration; the records' span when the export has
+/// none). Over every successful request, cold ones included: leaving
+/// requests out of a count over the same time is no cleaning. Over the
+/// steady state (`steady`), over its window instead (`model::steady::rate`).
 fn throughput(
     records: &[Record],
     window_ns: Option<(u64, u64)>,
-    per: impl Fn(&Record) -> Option<f64>,
+    steady: Option<&crate::model::steady::SteadyState>,
+    per: Per,
 ) -> Option<f64> {
     let ok: Vec<&Record> = records
         .iter()
         .filter(|r| r.phase == Phase::Profiling && r.is_success())
         .collect();
+    if let Some(st) = steady {
+        return crate::model::steady::rate(&ok, st.window_ns, per, true);
+    }
     let span = window_ns.or_else(|| {
         let a = ok.iter().map(|r| r.request_start_ns).min()?;
         let b = ok.iter().map(|r| r.request_end_ns).max()?;
         Some((a, b))
-    })?;
-    let secs = span.1.checked_sub(span.0)? as f64 / 1e9;
-    let total: f64 = ok.iter().map(|r| per(r)).sum::<Option<f64>>()?;
-    (secs > 0.0 && !ok.is_empty()).then(|| total / secs)
+    });
+    crate::model::steady::rate(&ok, span, per, false)
 }
 
 /// Evaluates the claims on a run's records.
@@ -254,40 +285,66 @@ pub fn evaluate(
     window_ns: Option<(u64, u64)>,
     settings: &Settings,
 ) -> (Vec<ClaimResult>, Vec<Finding>) {
-    let ex = Exclusions {
+    let ex = |steady_state| Exclusions {
         cold: true,
         errors: true,
         first_turns: false,
+        steady_state,
     };
-    let sel = records.map(|r| selection::select(r, ex, settings));
-    let stats = sel.as_ref().map(|s| selection::statistics(&s.kept));
+    let stats_over = |steady: bool| {
+        records.map(|r| selection::statistics(&selection::select(r, ex(steady), settings).kept))
+    };
+    let (stats, steady_stats) = (
+        stats_over(false),
+        claims
+            .iter()
+            .any(|c| c.steady_state)
+            .then(|| stats_over(true))
+            .flatten(),
+    );
+    let state = records
+        .filter(|_| claims.iter().any(|c| c.steady_state))
+        .map(|r| crate::model::steady::detect(r, &settings.steady));
     let results: Vec<ClaimResult> = claims
         .iter()
         .map(|c| {
+            let st = state.as_ref().filter(|_| c.steady_state);
+            let record_stats = if c.steady_state { &steady_stats } else { &stats };
             let supported = match c.quantity {
-                Quantity::Record(m, stat) => stats
+                Quantity::Record(m, stat) => record_stats
                     .as_ref()
                     .and_then(|s| s.get(m.tag()))
                     .and_then(|s| s.get(stat)),
                 Quantity::PrefixCacheHitRate => records.and_then(|rs| {
-                    let ok = rs
-                        .iter()
-                        .filter(|r| r.phase == Phase::Profiling && r.is_success());
-                    client_rate(ok).hit_rate
+                    let ok = rs.iter().enumerate().filter(|(i, r)| {
+                        r.phase == Phase::Profiling
+                            && r.is_success()
+                            && st.is_none_or(|s| !s.excludes(*i))
+                    });
+                    client_rate(ok.map(|(_, r)| r)).hit_rate
                 }),
-                Quantity::OutputTokenThroughput => records.and_then(|rs| {
-                    throughput(rs, window_ns, |r| r.values.get(Metric::OutputSequenceLength))
-                }),
+                Quantity::OutputTokenThroughput => {
+                    records.and_then(|rs| throughput(rs, window_ns, st, Per::Tokens))
+                }
                 Quantity::RequestThroughput => {
-                    records.and_then(|rs| throughput(rs, window_ns, |_| Some(1.0)))
+                    records.and_then(|rs| throughput(rs, window_ns, st, Per::Requests))
                 }
             };
-            let over = match c.quantity {
-                Quantity::OutputTokenThroughput | Quantity::RequestThroughput => {
+            let over = match (c.quantity, c.steady_state) {
+                (Quantity::OutputTokenThroughput | Quantity::RequestThroughput, false) => {
                     "the successful profiling requests over the profiling window, as AIPerf counts them"
                 }
-                Quantity::PrefixCacheHitRate => "the successful profiling requests",
-                Quantity::Record(..) => "warmup, cold and failed requests dropped",
+                (Quantity::OutputTokenThroughput | Quantity::RequestThroughput, true) => {
+                    "the successful profiling requests over the steady window, between the opening wave and the drain"
+                }
+                (Quantity::PrefixCacheHitRate, false) => "the successful profiling requests",
+                (Quantity::PrefixCacheHitRate, true) => {
+                    "the successful profiling requests of the steady state"
+                }
+                (Quantity::Record(..), false) => "warmup, cold and failed requests dropped",
+                (Quantity::Record(..), true) => {
+                    "warmup, cold and failed requests, the opening wave and the drain tail dropped"
+                }
             };
             ClaimResult {
                 over,

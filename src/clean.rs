@@ -60,6 +60,8 @@ pub struct CleanSummary {
     pub exclude_errors: bool,
     /// Options in force.
     pub exclude_first_turns: bool,
+    /// Options in force: the opening wave and the drain tail dropped.
+    pub steady_state: bool,
     /// Records kept.
     pub kept: usize,
     /// Kept records whose connection state is unknown (never counted as warm;
@@ -136,6 +138,7 @@ pub fn export(
         exclude_cold: ex.cold,
         exclude_errors: ex.errors,
         exclude_first_turns: ex.first_turns,
+        steady_state: ex.steady_state,
         kept: kept.len(),
         kept_unknown_connection: kept_unknown,
         dropped_by_reason: by_reason,

@@ -217,6 +217,10 @@ pub struct CleanArgs {
     /// Drop the first turn of every session.
     #[arg(long)]
     pub exclude_first_turns: bool,
+    /// Drop the opening wave and the drain tail (the `steady_state` check's
+    /// rule, docs/checks.md): the statistics of the steady state.
+    #[arg(long)]
+    pub steady_state: bool,
     /// Also write requests.parquet (needs the `parquet` cargo feature).
     #[arg(long)]
     pub parquet: bool,

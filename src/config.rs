@@ -450,7 +450,9 @@ impl SteadyLayer {
                 return Err(ConfigError::Value {
                     origin: origin.clone(),
                     key: origin.key("steady-state.wave-ratio", "wave-ratio"),
-                    message: format!("must be at least 1 (a wave is slower than steady state), not {v}"),
+                    message: format!(
+                        "must be at least 1 (a wave is slower than steady state), not {v}"
+                    ),
                 });
             }
             s.wave_ratio = v;

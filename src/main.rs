@@ -312,6 +312,7 @@ fn run_clean(args: &CleanArgs) -> Result<i32> {
         cold: args.exclude_cold,
         errors: args.exclude_errors,
         first_turns: args.exclude_first_turns,
+        steady_state: args.steady_state,
     };
     let s = clean::export(
         &args.run,

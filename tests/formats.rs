@@ -47,7 +47,9 @@ fn junit_has_a_suite_per_run_and_the_expected_failures() {
             .children()
             .filter(|n| n.has_tag_name("testcase"))
             .count();
-        assert_eq!(cases, 4);
+        // A testcase per check of the registry.
+        assert_eq!(cases, run["checks"].as_object().expect("checks").len());
+        assert_eq!(cases, 5);
         assert_eq!(
             suite
                 .attribute("failures")

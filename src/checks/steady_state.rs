@@ -22,7 +22,7 @@ use super::{Check, CheckOutput, CheckReport, CheckStatus, Ctx, Detail};
 use crate::artifacts::records::{self, Metric, Record, RequestRef};
 use crate::config::SteadySettings;
 use crate::findings::{Finding, Unit};
-use crate::model::steady::{self, SteadyState};
+use crate::model::steady::{self, rate, Per, SteadyState};
 use crate::stats::{self, DiffInterval, Stat};
 
 /// The check.
@@ -162,8 +162,7 @@ impl CheckReport for Report {
                     r.stat.as_str().to_string(),
                     f(r.all),
                     f(r.steady),
-                    r.bias_pct
-                        .map_or("n/a".into(), |b| format!("{b:+.1} %")),
+                    r.bias_pct.map_or("n/a".into(), |b| format!("{b:+.1} %")),
                 ]
             })
             .collect();
@@ -306,47 +305,6 @@ fn rows(split: &Split, st: &SteadyState, window: Option<(u64, u64)>) -> Vec<Row>
     out
 }
 
-/// What a throughput counts.
-#[derive(Clone, Copy, PartialEq)]
-enum Per {
-    /// Output tokens (`output_sequence_length`).
-    Tokens,
-    /// Requests.
-    Requests,
-}
-
-/// A throughput over a window (per second). Over the whole window (`part`
-/// false) every record counts whole, as AIPerf counts it; over a part of the
-/// run, output tokens count by the share of their generation (first token
-/// to end) inside it, requests where they end.
-fn rate(rs: &[&Record], window: Option<(u64, u64)>, per: Per, part: bool) -> Option<f64> {
-    let (a, b) = window?;
-    let secs = b.checked_sub(a)? as f64 / 1e9;
-    if secs <= 0.0 || rs.is_empty() {
-        return None;
-    }
-    let inside = |t: u64| f64::from(u8::from((a..=b).contains(&t)));
-    let mut total = 0.0;
-    for r in rs {
-        total += match (per, part) {
-            (Per::Requests, false) => 1.0,
-            (Per::Requests, true) => inside(r.request_end_ns),
-            (Per::Tokens, false) => r.values.get(Metric::OutputSequenceLength)?,
-            (Per::Tokens, true) => {
-                let v = r.values.get(Metric::OutputSequenceLength)?;
-                let hi = r.request_end_ns;
-                let lo = r.first_token_ns().unwrap_or(r.request_start_ns).min(hi);
-                if hi == lo {
-                    inside(hi) * v
-                } else {
-                    v * hi.min(b).saturating_sub(lo.max(a)) as f64 / (hi - lo) as f64
-                }
-            }
-        };
-    }
-    Some(total / secs)
-}
-
 fn noise(a: &[f64], b: &[f64]) -> Option<DiffInterval> {
     stats::welch_interval(a, b, 0.95)
 }
@@ -357,8 +315,14 @@ fn wave(split: &Split, st: &SteadyState) -> Option<Wave> {
         return None;
     }
     let paid = |r: &Record| {
-        r.values.get(Metric::HttpReqDnsLookup).unwrap_or(0.0).max(0.0)
-            + r.values.get(Metric::HttpReqConnecting).unwrap_or(0.0).max(0.0)
+        r.values
+            .get(Metric::HttpReqDnsLookup)
+            .unwrap_or(0.0)
+            .max(0.0)
+            + r.values
+                .get(Metric::HttpReqConnecting)
+                .unwrap_or(0.0)
+                .max(0.0)
     };
     let n = split.wave.len() as f64;
     let connection: f64 = split.wave.iter().map(|r| paid(r)).sum::<f64>() / n;
@@ -386,7 +350,11 @@ fn tail(split: &Split, st: &SteadyState) -> Option<Tail> {
     if split.tail.is_empty() {
         return None;
     }
-    let metric = if split.all.iter().any(|r| r.values.get(Metric::InterTokenLatency).is_some()) {
+    let metric = if split
+        .all
+        .iter()
+        .any(|r| r.values.get(Metric::InterTokenLatency).is_some())
+    {
         Metric::InterTokenLatency
     } else {
         Metric::RequestLatency
@@ -483,7 +451,11 @@ fn ramp_finding(r: &Report, s: &SteadySettings) -> Option<Finding> {
     )
     .effect("wave_requests", w.requests as f64, Unit::Count);
     for x in &moved {
-        f = f.effect(bias_quantity(x), x.bias_pct.unwrap_or(f64::NAN), Unit::Percent);
+        f = f.effect(
+            bias_quantity(x),
+            x.bias_pct.unwrap_or(f64::NAN),
+            Unit::Percent,
+        );
     }
     Some(f.effect("wave_connection_ms_mean", w.connection_ms_mean, Unit::Ms))
 }
@@ -528,11 +500,19 @@ fn drain_finding(r: &Report, s: &SteadySettings) -> Option<Finding> {
     .field(format!("metrics.{}", t.metric.tag()))
     .expected_found(
         format!("steady-state mean {:.3}", t.steady_mean.unwrap_or(f64::NAN)),
-        format!("{} tail request(s) at mean {:.3}", t.requests, t.mean.unwrap_or(f64::NAN)),
+        format!(
+            "{} tail request(s) at mean {:.3}",
+            t.requests,
+            t.mean.unwrap_or(f64::NAN)
+        ),
     )
     .effect("tail_requests", t.requests as f64, Unit::Count);
     for x in &moved {
-        f = f.effect(bias_quantity(x), x.bias_pct.unwrap_or(f64::NAN), Unit::Percent);
+        f = f.effect(
+            bias_quantity(x),
+            x.bias_pct.unwrap_or(f64::NAN),
+            Unit::Percent,
+        );
     }
     Some(f)
 }

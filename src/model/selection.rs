@@ -32,6 +32,8 @@ pub struct Exclusions {
     pub errors: bool,
     /// Drop the first turn of every session (`turn_index` 0).
     pub first_turns: bool,
+    /// Drop the opening wave and the drain tail (`model::steady`).
+    pub steady_state: bool,
 }
 
 closed_set! {
@@ -40,10 +42,14 @@ closed_set! {
     pub enum DropReason {
         /// It paid for DNS or connect.
         Cold => "cold",
+        /// It ran mostly after the last request was sent.
+        DrainTail => "drain_tail",
         /// It failed or was cancelled.
         Error => "error",
         /// It is the first turn of its session.
         FirstTurn => "first_turn",
+        /// It is in the opening wave.
+        OpeningWave => "opening_wave",
         /// It is a warmup request.
         Warmup => "warmup",
     }
@@ -80,7 +86,12 @@ pub fn select<'a>(records: &'a [Record], ex: Exclusions, settings: &Settings) ->
         by_reason: BTreeMap::new(),
         kept_unknown: 0,
     };
-    for r in records {
+    let steady = ex
+        .steady_state
+        .then(|| super::steady::detect(records, &settings.steady));
+    let in_set =
+        |set: Option<&Vec<usize>>, i: usize| set.is_some_and(|s| s.binary_search(&i).is_ok());
+    for (i, r) in records.iter().enumerate() {
         let temp = classify(r, &settings.cold);
         let rules = [
             (r.phase == Phase::Warmup, DropReason::Warmup),
@@ -89,6 +100,14 @@ pub fn select<'a>(records: &'a [Record], ex: Exclusions, settings: &Settings) ->
             (
                 ex.first_turns && r.turn_index == Some(0),
                 DropReason::FirstTurn,
+            ),
+            (
+                in_set(steady.as_ref().map(|s| &s.wave), i),
+                DropReason::OpeningWave,
+            ),
+            (
+                in_set(steady.as_ref().map(|s| &s.tail), i),
+                DropReason::DrainTail,
             ),
         ];
         let reasons: Vec<DropReason> = rules.iter().filter(|x| x.0).map(|x| x.1).collect();

@@ -145,7 +145,12 @@ pub fn detect(records: &[Record], s: &SteadySettings) -> SteadyState {
         ));
         return st;
     }
-    let with = |m: Metric| order.iter().filter(|&&i| records[i].values.get(m).is_some()).count();
+    let with = |m: Metric| {
+        order
+            .iter()
+            .filter(|&&i| records[i].values.get(m).is_some())
+            .count()
+    };
     let basis = if with(Metric::TimeToFirstToken) * 10 >= order.len() * 9 {
         Metric::TimeToFirstToken
     } else if with(Metric::RequestLatency) * 10 >= order.len() * 9 {
@@ -251,6 +256,47 @@ fn load(records: &[Record], st: &mut SteadyState) {
     st.inflight_peak = peak.max(0) as usize;
     st.inflight_at_drain = at_drain.max(0) as usize;
     st.drain_start_ns = drain;
+}
+
+/// What a throughput counts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Per {
+    /// Output tokens (`output_sequence_length`).
+    Tokens,
+    /// Requests.
+    Requests,
+}
+
+/// A throughput over a window (per second). Over the whole window (`part`
+/// false) every record counts whole, as AIPerf counts it; over a part of the
+/// run, output tokens count by the share of their generation (first token
+/// to end) inside it, requests where they end.
+pub fn rate(rs: &[&Record], window: Option<(u64, u64)>, per: Per, part: bool) -> Option<f64> {
+    let (a, b) = window?;
+    let secs = b.checked_sub(a)? as f64 / 1e9;
+    if secs <= 0.0 || rs.is_empty() {
+        return None;
+    }
+    let inside = |t: u64| f64::from(u8::from((a..=b).contains(&t)));
+    let mut total = 0.0;
+    for r in rs {
+        total += match (per, part) {
+            (Per::Requests, false) => 1.0,
+            (Per::Requests, true) => inside(r.request_end_ns),
+            (Per::Tokens, false) => r.values.get(Metric::OutputSequenceLength)?,
+            (Per::Tokens, true) => {
+                let v = r.values.get(Metric::OutputSequenceLength)?;
+                let hi = r.request_end_ns;
+                let lo = r.first_token_ns().unwrap_or(r.request_start_ns).min(hi);
+                if hi == lo {
+                    inside(hi) * v
+                } else {
+                    v * hi.min(b).saturating_sub(lo.max(a)) as f64 / (hi - lo) as f64
+                }
+            }
+        };
+    }
+    Some(total / secs)
 }
 
 #[cfg(test)]
