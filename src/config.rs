@@ -197,6 +197,9 @@ pub struct Settings {
     pub steady: SteadySettings,
     /// Only this shard's runs are audited (`--shard`; command line only).
     pub shard: Option<crate::discover::Shard>,
+    /// Keep each run's timeline for the HTML report (set when one is
+    /// written).
+    pub timeline: bool,
 }
 
 /// A configuration that could not be used: what, where, and which key.

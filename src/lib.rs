@@ -111,6 +111,9 @@ pub struct RunReport {
     /// does not have (a name in no run is an error of the audit).
     #[serde(skip)]
     pub unknown_user_metrics: Vec<String>,
+    /// The run in time, when a report needs it (`Settings::timeline`).
+    #[serde(skip)]
+    pub timeline: Option<std::sync::Arc<model::timeline::Timeline>>,
 }
 
 impl RunReport {
@@ -217,11 +220,10 @@ pub fn audit_run(dir: &Path, settings: &Settings, claims: &[Claim]) -> RunReport
             })
             .collect(),
     );
-    let mut phases = BTreeMap::new();
-    if let Some(w) = model.warmup.clone() {
-        phases.insert("warmup", w);
-    }
-    phases.insert("profiling", model.profiling.clone());
+    let phases = phases_of(&model);
+    let timeline = settings
+        .timeline
+        .then(|| std::sync::Arc::new(timeline_of(&run, &model, settings, &findings)));
     let status = run_status(run.unreadable, &findings);
     let unknown_user_metrics = settings
         .phase
@@ -250,7 +252,35 @@ pub fn audit_run(dir: &Path, settings: &Settings, claims: &[Claim]) -> RunReport
         claims,
         findings,
         unknown_user_metrics,
+        timeline,
     }
+}
+
+fn phases_of(model: &RunModel) -> BTreeMap<&'static str, model::PhaseModel> {
+    let mut phases = BTreeMap::new();
+    if let Some(w) = model.warmup.clone() {
+        phases.insert("warmup", w);
+    }
+    phases.insert("profiling", model.profiling.clone());
+    phases
+}
+
+/// The run in time for the HTML report, with the intervals of every server
+/// metric a phase-contamination finding names.
+fn timeline_of(
+    run: &artifacts::RunArtifacts,
+    model: &RunModel,
+    settings: &Settings,
+    findings: &[Finding],
+) -> model::timeline::Timeline {
+    let mut named: Vec<(String, String)> = findings
+        .iter()
+        .filter(|f| f.check == "phase_contamination" && f.severity >= Severity::Warning)
+        .filter_map(|f| Some((f.metric.clone()?, f.endpoint.clone()?)))
+        .collect();
+    named.sort();
+    named.dedup();
+    model::timeline::build(run, model, settings, &named)
 }
 
 /// A run's status: `error` when it could not be read (no artifact, or a

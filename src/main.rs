@@ -139,6 +139,8 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
         settings.filter.baseline = artifact_check::baseline::Baseline::read(path)?;
     }
     settings.shard = args.shard;
+    settings.timeline =
+        args.format == Some(Format::Html) || args.reports.iter().any(|(f, _)| *f == Format::Html);
     let claims = match &args.expect {
         Some(path) => claims::read(path)?,
         None => Vec::new(),

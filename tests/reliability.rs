@@ -269,7 +269,9 @@ fn no_control_character_or_workflow_command_from_input_reaches_any_format() {
         v["metadata"]["x_request_id"] = Value::from("=HYPERLINK(\"http://x\",\"y\")\n::error::id");
     });
     let d = dir.to_str().expect("utf8");
-    for format in ["concise", "table", "markdown", "github", "junit", "json"] {
+    for format in [
+        "concise", "table", "markdown", "github", "junit", "json", "html",
+    ] {
         let (out, err, code) = ac(&["--format", format, d]);
         assert!(code <= 1, "{format}: {err}");
         assert!(out.contains("pwned"), "{format}: the version is shown");
@@ -285,6 +287,13 @@ fn no_control_character_or_workflow_command_from_input_reaches_any_format() {
             assert!(
                 !line.starts_with("::") || ours.iter().any(|o| line.starts_with(o)),
                 "{format}: a workflow command from the input: {line}"
+            );
+        }
+        if format == "html" {
+            // The input's HTML is text on the page, never markup.
+            assert!(
+                !out.contains("<img") && !out.contains("<b>"),
+                "raw HTML from the input in the page"
             );
         }
         if format == "markdown" {

@@ -20,6 +20,7 @@ pub mod observers;
 pub mod resets;
 pub mod selection;
 pub mod steady;
+pub mod timeline;
 
 use serde::Serialize;
 

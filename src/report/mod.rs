@@ -7,6 +7,7 @@ mod concise;
 pub mod escape;
 mod github;
 mod gitlab;
+mod html;
 pub mod json;
 mod junit;
 mod markdown;
@@ -45,6 +46,9 @@ pub enum Format {
     Sarif,
     /// GitLab Code Quality: an issue per finding.
     Gitlab,
+    /// One self-contained HTML page: findings, and per run its timeline,
+    /// distributions and hit rates (works offline).
+    Html,
 }
 
 impl Format {
@@ -60,6 +64,7 @@ impl Format {
             Format::Ndjson => "ndjson",
             Format::Sarif => "sarif",
             Format::Gitlab => "gitlab",
+            Format::Html => "html",
         }
     }
 }
@@ -96,6 +101,7 @@ pub fn render(
         Format::Ndjson => ndjson::render(report, out),
         Format::Sarif => sarif::render(report, out),
         Format::Gitlab => gitlab::render(report, out),
+        Format::Html => html::render(report, out),
     }
 }
 

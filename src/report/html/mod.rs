@@ -1,0 +1,223 @@
+//! HTML: one self-contained page (inline CSS, inline SVG, a few lines of
+//! script; no network, no server) with the verdict, every finding most
+//! severe first linking to its run and metric, and per run its timeline,
+//! its TTFT and latency distributions and its hit rates. The page is a
+//! minijinja template (`report.html.j2`, HTML auto-escaping on) over view
+//! structs computed here; every string from the input also goes through
+//! [`super::escape::visible`].
+
+mod dist;
+mod timeline;
+
+use std::io::{self, Write};
+
+use minijinja::{AutoEscape, Environment};
+use serde::Serialize;
+
+use crate::checks::prefix_cache;
+use crate::findings::{Finding, Severity};
+use crate::{Report, RunReport};
+
+const TEMPLATE: &str = include_str!("report.html.j2");
+
+/// Text from the input, control and bidi characters made visible (the
+/// template escapes HTML).
+fn text(s: &str) -> String {
+    super::escape::visible(s).into_owned()
+}
+
+/// The anchor of a metric's intervals on an endpoint in a run.
+fn metric_anchor(run: &str, metric: &str, endpoint: &str) -> String {
+    let slug: String = format!("{metric}-{endpoint}")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    format!("{run}-m-{slug}")
+}
+
+#[derive(Serialize)]
+struct FindingView {
+    run: String,
+    run_anchor: String,
+    severity: &'static str,
+    code: &'static str,
+    at: String,
+    message: String,
+    effect: String,
+    metric_anchor: Option<String>,
+}
+
+#[derive(Serialize)]
+struct CheckView {
+    name: &'static str,
+    status: String,
+    summary: String,
+}
+
+#[derive(Serialize)]
+struct HitRow {
+    label: String,
+    rate_pct: f64,
+    gap_pp: Option<f64>,
+    width: f64,
+}
+
+#[derive(Serialize)]
+struct RunView {
+    anchor: String,
+    path: String,
+    status: String,
+    aiperf: String,
+    errors: usize,
+    warnings: usize,
+    infos: usize,
+    checks: Vec<CheckView>,
+    timeline: Option<timeline::TimelineView>,
+    dists: Vec<dist::DistView>,
+    hit_rates: Vec<HitRow>,
+}
+
+#[derive(Serialize)]
+struct Page {
+    tool_version: &'static str,
+    closing_line: String,
+    exit_code: i32,
+    failed: bool,
+    findings: Vec<FindingView>,
+    runs: Vec<RunView>,
+    errors: Vec<String>,
+}
+
+fn finding_view(i: usize, run: &RunReport, f: &Finding, metrics: &[String]) -> FindingView {
+    let run_anchor = format!("run-{i}");
+    let anchor = match (&f.metric, &f.endpoint) {
+        (Some(m), Some(e)) => Some(metric_anchor(&run_anchor, m, e)),
+        _ => None,
+    }
+    .filter(|a| metrics.contains(a));
+    let at = match (&f.file, f.line) {
+        (Some(file), Some(line)) => format!("{file}:{line}"),
+        (Some(file), None) => file.clone(),
+        _ => String::new(),
+    };
+    let effect = f
+        .effect
+        .iter()
+        .filter(|e| e.value.is_finite() && e.value != 0.0)
+        .map(|e| format!("{} {:+.4} {}", e.quantity, e.value, e.unit.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    FindingView {
+        run: text(&run.path),
+        run_anchor,
+        severity: f.severity.as_str(),
+        code: f.code.as_str(),
+        at: text(&at),
+        message: text(&f.message),
+        effect,
+        metric_anchor: anchor,
+    }
+}
+
+/// Client and server hit rates, with the server's gap to the clients.
+fn hit_rates(run: &RunReport) -> Vec<HitRow> {
+    let Some(r) = run.checks.report::<prefix_cache::Report>() else {
+        return Vec::new();
+    };
+    let client = r.client.hit_rate;
+    let mut rows: Vec<HitRow> = client
+        .map(|c| HitRow {
+            label: format!("clients ({} records)", r.client.records),
+            rate_pct: c * 100.0,
+            gap_pp: None,
+            width: c * 300.0,
+        })
+        .into_iter()
+        .collect();
+    for s in &r.server {
+        let Some(rate) = s.hit_rate else { continue };
+        rows.push(HitRow {
+            label: text(&format!("{} on {}", s.formula, s.endpoints.join(", "))),
+            rate_pct: rate * 100.0,
+            gap_pp: client.map(|c| (rate - c) * 100.0),
+            width: rate.clamp(0.0, 1.0) * 300.0,
+        });
+    }
+    rows
+}
+
+fn run_view(i: usize, run: &RunReport) -> RunView {
+    let anchor = format!("run-{i}");
+    let timeline = run
+        .timeline
+        .as_ref()
+        .and_then(|t| timeline::view(t, &anchor));
+    RunView {
+        path: text(&run.path),
+        status: format!("{:?}", run.status).to_lowercase(),
+        aiperf: text(run.aiperf_version.as_deref().unwrap_or("?")),
+        errors: run.count(Severity::Error),
+        warnings: run.count(Severity::Warning),
+        infos: run.count(Severity::Info),
+        checks: run
+            .checks
+            .iter()
+            .map(|c| CheckView {
+                name: c.name,
+                status: format!("{:?}", c.status).to_lowercase(),
+                summary: text(&c.summary()),
+            })
+            .collect(),
+        dists: run
+            .timeline
+            .as_ref()
+            .map_or_else(Vec::new, |t| dist::views(t)),
+        hit_rates: hit_rates(run),
+        timeline,
+        anchor,
+    }
+}
+
+/// Writes the page.
+pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let runs: Vec<RunView> = report
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| run_view(i, r))
+        .collect();
+    let mut findings: Vec<(Severity, usize, FindingView)> = Vec::new();
+    for (i, (run, view)) in report.runs.iter().zip(&runs).enumerate() {
+        let metrics: Vec<String> = view
+            .timeline
+            .as_ref()
+            .map_or_else(Vec::new, |t| t.metric_anchors());
+        for f in &run.findings {
+            findings.push((f.severity, i, finding_view(i, run, f, &metrics)));
+        }
+    }
+    // Most severe first; within a severity, in run order.
+    findings.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let page = Page {
+        tool_version: env!("CARGO_PKG_VERSION"),
+        closing_line: super::closing_line(&report.summary),
+        exit_code: report.summary.exit_code,
+        failed: report.summary.exit_code != 0,
+        findings: findings.into_iter().map(|f| f.2).collect(),
+        runs,
+        errors: report
+            .errors
+            .iter()
+            .map(|e| text(&format!("{}: {}", e.path, e.message)))
+            .collect(),
+    };
+    let mut env = Environment::new();
+    env.set_auto_escape_callback(|_| AutoEscape::Html);
+    env.add_template("report.html", TEMPLATE)
+        .map_err(io::Error::other)?;
+    let html = env
+        .get_template("report.html")
+        .and_then(|t| t.render(minijinja::value::Serde(&page)))
+        .map_err(io::Error::other)?;
+    out.write_all(html.as_bytes())
+}

@@ -1,0 +1,263 @@
+//! The HTML report in a real browser: every sample run's page rendered by
+//! headless Chromium (Debian's `chromium`; the tests say they are skipped
+//! where it is absent), its DOM after the page's script ran checked for an
+//! element per request and per finding, its windows, scrapes and metric
+//! intervals, and no console error; a page with a planted script error must
+//! fail that check. A 10^5-request run's page stays under 5 MB (binned).
+//! Without Chromium the size and structure tests still run on the file.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+use serde_json::Value;
+
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
+/// The DOM after the page's script ran, and Chromium's console log.
+fn dump_dom(browser: &str, page: &Path) -> (String, String) {
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=3000",
+            "--dump-dom",
+        ])
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn html_of(paths: &[&Path], out: &Path) -> i32 {
+    let mut args = vec!["--format".to_string(), "html".into(), "--output".into()];
+    args.push(out.display().to_string());
+    args.extend(paths.iter().map(|p| p.display().to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (_, err, code) = cli(&refs);
+    assert!(code <= 1, "{err}");
+    code
+}
+
+fn count(hay: &str, needle: &str) -> usize {
+    hay.matches(needle).count()
+}
+
+fn console_errors(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught"))
+        .collect()
+}
+
+#[test]
+fn every_sample_page_renders_its_requests_and_findings_without_errors() {
+    let browser = chromium();
+    if browser.is_none() {
+        eprintln!("skipped in the browser: no chromium (apt-get install chromium); checking the files only");
+    }
+    let t = tempfile::tempdir().expect("tempdir");
+    for name in RUNS {
+        let page = t.path().join(format!("{name}.html"));
+        html_of(&[&run_dir(name)], &page);
+        let html = fs::read_to_string(&page).expect("page");
+        let (report, _) = sample(name);
+        let records = records(name).len();
+        let findings = report["findings"].as_array().expect("findings").len();
+        assert!(
+            !html.contains("http://") || !html.contains("<script src"),
+            "{name}: no external script"
+        );
+        assert!(!html.contains("<link "), "{name}: no external stylesheet");
+        assert_eq!(
+            count(&html, "data-request=\""),
+            records,
+            "{name}: a bar per request"
+        );
+        assert_eq!(
+            count(&html, "data-finding=\""),
+            findings,
+            "{name}: an item per finding"
+        );
+        assert!(
+            html.contains("data-window=\"profiling\""),
+            "{name}: AIPerf's window"
+        );
+        assert!(
+            html.contains("data-span=\"profiling\""),
+            "{name}: the requests' span"
+        );
+        let Some(b) = browser else { continue };
+        let (dom, log) = dump_dom(b, &page);
+        assert!(
+            console_errors(&log).is_empty(),
+            "{name}: {:?}",
+            console_errors(&log)
+        );
+        assert!(dom.contains("data-errors=\"0\""), "{name}: script errors");
+        assert!(
+            dom.contains(&format!("data-ready=\"{records}\"")),
+            "{name}: the script saw every bar"
+        );
+        assert_eq!(count(&dom, "data-request=\""), records);
+        assert_eq!(count(&dom, "data-finding=\""), findings);
+    }
+}
+
+#[test]
+fn a_contaminated_metric_links_to_its_misattributed_intervals() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let page = t.path().join("late-warmup.html");
+    html_of(&[&run_dir("late-warmup")], &page);
+    let html = fs::read_to_string(&page).expect("page");
+    let (report, _) = sample("late-warmup");
+    let late = findings(&report, "late-warmup-observation");
+    assert_eq!(late.len(), 1);
+    let metric = late[0]["metric"].as_str().expect("metric");
+    assert!(html.contains(&format!("data-metric=\"{metric}\"")));
+    assert!(
+        html.contains("its scrape intervals</a>"),
+        "the finding links to them"
+    );
+    // The ledger's late observation is in a profiling interval: marked.
+    assert!(count(&html, "data-misattributed=\"1\"") >= 1);
+    // Cold requests are marked (every request of this run opened one).
+    assert!(html.contains("data-cold=\"1\""));
+}
+
+#[test]
+fn a_script_error_on_the_page_is_caught() {
+    let Some(browser) = chromium() else {
+        eprintln!("skipped: no chromium");
+        return;
+    };
+    let t = tempfile::tempdir().expect("tempdir");
+    let page = t.path().join("clean.html");
+    html_of(&[&run_dir("clean")], &page);
+    let broken = fs::read_to_string(&page)
+        .expect("page")
+        .replace("</body>", "<script>not_defined();</script></body>");
+    fs::write(&page, broken).expect("write");
+    let (dom, log) = dump_dom(browser, &page);
+    assert!(dom.contains("data-errors=\"1\""));
+    assert!(!console_errors(&log).is_empty());
+}
+
+#[test]
+fn a_sample_page_renders_to_a_png() {
+    let Some(browser) = chromium() else {
+        eprintln!("skipped: no chromium");
+        return;
+    };
+    let t = tempfile::tempdir().expect("tempdir");
+    let page = t.path().join("cold-tls.html");
+    html_of(&[&run_dir("cold-tls")], &page);
+    let png = t.path().join("cold-tls.png");
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1200,1600",
+        ])
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = fs::read(&png).expect("png");
+    assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000);
+}
+
+/// A run of 10^5 requests: the clean sample's records repeated with their
+/// times shifted and fresh ids (hand-made input for a size test of the
+/// renderer, not the proof of a check).
+fn big_run(dir: &Path) -> PathBuf {
+    let run = dir.join("big");
+    fs::create_dir_all(&run).expect("mkdir");
+    let recs: Vec<Value> = records("clean");
+    let span = recs
+        .iter()
+        .map(|r| r["metadata"]["request_end_ns"].as_u64().unwrap_or(0))
+        .max()
+        .unwrap_or(0)
+        - recs
+            .iter()
+            .map(|r| {
+                r["metadata"]["request_start_ns"]
+                    .as_u64()
+                    .unwrap_or(u64::MAX)
+            })
+            .min()
+            .unwrap_or(0);
+    let mut out = String::new();
+    let mut n = 0;
+    'fill: for round in 0.. {
+        for r in &recs {
+            if n == 100_000 {
+                break 'fill;
+            }
+            let mut r = r.clone();
+            let shift = round * span / 4;
+            for key in ["request_start_ns", "request_end_ns", "request_ack_ns"] {
+                if let Some(v) = r["metadata"][key].as_u64() {
+                    r["metadata"][key] = (v + shift).into();
+                }
+            }
+            r["metadata"]["x_request_id"] = format!("req-{n}").into();
+            out.push_str(&r.to_string());
+            out.push('\n');
+            n += 1;
+        }
+    }
+    fs::write(run.join("profile_export.jsonl"), out).expect("write");
+    run
+}
+
+#[test]
+fn a_100k_request_page_is_binned_and_under_5_mb() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let run = big_run(t.path());
+    let page = t.path().join("big.html");
+    html_of(&[&run], &page);
+    let size = fs::metadata(&page).expect("page").len();
+    assert!(size < 5_000_000, "{size} bytes");
+    let html = fs::read_to_string(&page).expect("page");
+    assert_eq!(
+        count(&html, "data-request=\""),
+        0,
+        "binned, not a bar per request"
+    );
+    assert!(count(&html, "data-bin=\"") >= 100);
+    assert!(html.contains("100000 request(s), binned"));
+    if let Some(b) = chromium() {
+        let (dom, log) = dump_dom(b, &page);
+        assert!(
+            console_errors(&log).is_empty(),
+            "{:?}",
+            console_errors(&log)
+        );
+        assert!(dom.contains("data-errors=\"0\""));
+    }
+}
