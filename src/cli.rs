@@ -36,6 +36,11 @@ pub enum Command {
     /// Write the per-request table of the records worth keeping, and the
     /// statistics recomputed over them, into a new directory.
     Clean(Box<CleanArgs>),
+    /// Compare two runs: both audited and cleaned the same way, their
+    /// published statistics side by side with the difference, its bootstrap
+    /// interval and whether it is beyond noise; warns when the comparison is
+    /// unsafe.
+    Compare(Box<CompareArgs>),
     /// List every finding code with its check, severity and meaning.
     Codes,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -232,6 +237,49 @@ pub struct CleanArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Thresholds used to classify connections.
+    #[command(flatten)]
+    pub thresholds: Thresholds,
+}
+
+/// `artifact-check compare A B`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Run A: the baseline.
+    pub a: PathBuf,
+    /// Run B: compared with A (differences are B - A).
+    pub b: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: crate::report::compare::CompareFormat,
+    /// Write to FILE (atomically) instead of standard output.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Exit 1 when B is worse than A beyond noise and by more than PCT
+    /// percent in any statistic (latencies higher, throughputs and hit rate
+    /// lower).
+    #[arg(long, value_name = "PCT")]
+    pub fail_on_regression: Option<f64>,
+    /// Exit 1 on findings at or above this severity [default: error]; `warning`
+    /// also fails on an unsafe comparison.
+    #[arg(long, value_parser = PossibleValuesParser::new(["error", "warning", "info"]))]
+    pub fail_on: Option<String>,
+    /// Drop cold-connection requests from both.
+    #[arg(long)]
+    pub exclude_cold: bool,
+    /// Drop the opening wave and the drain tail from both.
+    #[arg(long)]
+    pub steady_state: bool,
+    /// Bootstrap resamples.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub resamples: usize,
+    /// Bootstrap seed (the same runs and seed give the same intervals).
+    #[arg(long, default_value_t = 7, value_name = "N")]
+    pub seed: u64,
+    /// Configuration file [default: artifact-check.toml in the current
+    /// directory or its nearest parent that has one].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Thresholds (both runs are audited with the same ones).
     #[command(flatten)]
     pub thresholds: Thresholds,
 }

@@ -26,6 +26,7 @@ pub mod checks;
 pub mod claims;
 pub mod clean;
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod discover;
 pub mod files;

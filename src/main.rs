@@ -32,6 +32,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Clean(args)) => run_clean(&args),
+        Some(Command::Compare(args)) => run_compare(&args),
         Some(Command::Codes) => list_codes(),
         Some(Command::Explain { code }) => explain(&code),
         Some(Command::Completions { shell }) => {
@@ -301,6 +302,45 @@ fn print_config(explicit: Option<&std::path::Path>) -> Result<i32> {
         toml::to_string(&eff).context("serializing the configuration")?
     );
     Ok(0)
+}
+
+fn run_compare(args: &artifact_check::cli::CompareArgs) -> Result<i32> {
+    let layer = config::Layer {
+        fail_on: args.fail_on.clone(),
+        ..args.thresholds.layer()
+    };
+    let settings = config::resolve(args.config.as_deref(), &layer, checks::code)?.settings;
+    if let Some(p) = args.fail_on_regression {
+        if !(p.is_finite() && p >= 0.0) {
+            bail!("--fail-on-regression must be a non-negative percentage, not {p}");
+        }
+    }
+    let opts = artifact_check::compare::Options {
+        exclusions: clean::Exclusions {
+            cold: args.exclude_cold,
+            errors: true,
+            first_turns: false,
+            steady_state: args.steady_state,
+        },
+        resamples: args.resamples,
+        seed: args.seed,
+        fail_on_regression_pct: args.fail_on_regression,
+    };
+    for dir in [&args.a, &args.b] {
+        if !artifact_check::artifacts::is_run_dir(dir) {
+            bail!("{}: not an AIPerf run directory", dir.display());
+        }
+    }
+    let c = artifact_check::compare::compare(&args.a, &args.b, &settings, &opts)
+        .map_err(anyhow::Error::msg)?;
+    let protected = files::Protected::new([args.a.as_path(), args.b.as_path()]);
+    if let Some(out) = &args.output {
+        protected.check(out)?;
+    }
+    write_out(args.output.as_deref(), &protected, |w| {
+        report::compare::render(&c, args.format, w)
+    })?;
+    Ok(c.exit_code)
 }
 
 fn run_clean(args: &CleanArgs) -> Result<i32> {

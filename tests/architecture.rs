@@ -100,6 +100,7 @@ fn lower_layers_never_name_checks_or_renderers() {
                 "crate::report",
                 "crate::claims",
                 "crate::clean",
+                "crate::compare",
             ] {
                 assert!(
                     !text.contains(upper),

@@ -42,11 +42,12 @@ pub const ALL: &[Check] = &[
 ];
 
 /// Every finding code, in registry order: each check's codes, then the
-/// claims'.
+/// claims', then `compare`'s.
 pub fn codes() -> impl Iterator<Item = Code> {
     ALL.iter()
         .flat_map(|c| c.codes.iter().flat_map(|list| list.iter().copied()))
         .chain(crate::claims::CODES.iter().copied())
+        .chain(crate::compare::CODES.iter().copied())
 }
 
 /// A finding code by its id.

@@ -3,6 +3,7 @@
 //! change what was found. Text that came from the audited files goes through
 //! [`escape`] for the format it is written in.
 
+pub mod compare;
 mod concise;
 pub mod escape;
 mod github;

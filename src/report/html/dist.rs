@@ -58,6 +58,45 @@ pub fn views(tl: &Timeline) -> Vec<DistView> {
     .collect()
 }
 
+/// Each set's histogram as a step outline, on one scale.
+fn series(sets: &[(&'static str, &Vec<f64>)], bin: &dyn Fn(f64) -> usize) -> Vec<Series> {
+    let counts = |vals: &[f64]| {
+        let mut c = vec![0_usize; BINS];
+        for &v in vals {
+            c[bin(v)] += 1;
+        }
+        c
+    };
+    let hist: Vec<(&'static str, usize, Vec<usize>)> =
+        sets.iter().map(|(n, v)| (*n, v.len(), counts(v))).collect();
+    let peak = hist
+        .iter()
+        .flat_map(|h| h.2.iter().copied())
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let bw = W / BINS as f64;
+    hist.into_iter()
+        .map(|(name, count, c)| {
+            let mut pts = format!("0,{H:.1}");
+            for (i, n) in c.iter().enumerate() {
+                let y = H - *n as f64 / peak * H;
+                pts.push_str(&format!(
+                    " {:.1},{y:.1} {:.1},{y:.1}",
+                    i as f64 * bw,
+                    (i + 1) as f64 * bw
+                ));
+            }
+            pts.push_str(&format!(" {W:.1},{H:.1}"));
+            Series {
+                name,
+                count,
+                points: pts,
+            }
+        })
+        .collect()
+}
+
 fn view(metric: &'static str, ok: &[&Bar], get: fn(&Bar) -> Option<f64>) -> Option<DistView> {
     let all: Vec<f64> = ok
         .iter()
@@ -81,47 +120,12 @@ fn view(metric: &'static str, ok: &[&Bar], get: fn(&Bar) -> Option<f64>) -> Opti
     let hi = all.iter().copied().fold(0.0, f64::max).ln().max(lo + 1e-9);
     let x = |v: f64| ((v.max(1e-9).ln() - lo) / (hi - lo) * W).clamp(0.0, W);
     let bin = |v: f64| ((x(v) / W * BINS as f64) as usize).min(BINS - 1);
-    let counts = |vals: &[f64]| {
-        let mut c = vec![0_usize; BINS];
-        for &v in vals {
-            c[bin(v)] += 1;
-        }
-        c
-    };
     let sets = [
         ("all", &all),
         ("warm only", &warm),
         ("steady state", &steady),
     ];
-    let hist: Vec<(&'static str, usize, Vec<usize>)> =
-        sets.iter().map(|(n, v)| (*n, v.len(), counts(v))).collect();
-    let peak = hist
-        .iter()
-        .flat_map(|h| h.2.iter().copied())
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
-    let bw = W / BINS as f64;
-    let series = hist
-        .into_iter()
-        .map(|(name, count, c)| {
-            let mut pts = format!("0,{H:.1}");
-            for (i, n) in c.iter().enumerate() {
-                let y = H - *n as f64 / peak * H;
-                pts.push_str(&format!(
-                    " {:.1},{y:.1} {:.1},{y:.1}",
-                    i as f64 * bw,
-                    (i + 1) as f64 * bw
-                ));
-            }
-            pts.push_str(&format!(" {W:.1},{H:.1}"));
-            Series {
-                name,
-                count,
-                points: pts,
-            }
-        })
-        .collect();
+    let series = series(&sets, &bin);
     let sorted = stats::sorted(all.iter().copied());
     let marks = [50.0, 90.0, 99.0]
         .into_iter()

@@ -1,0 +1,604 @@
+//! `artifact-check compare A B`: two runs audited and cleaned the same way
+//! (the same settings and exclusions), then their published statistics side
+//! by side with the difference B - A, its 95 % interval and whether it is
+//! beyond noise. Per-request statistics and the hit rate: a moving-block
+//! bootstrap (the requests in start order resampled in blocks of
+//! max(concurrency, sqrt(n)) consecutive requests, since requests in flight
+//! together share the server's state; seeded, so the same runs give the same
+//! interval). Throughputs: Welch's interval over 10 equal time slices of
+//! each run's window (a throughput is a rate over time, not a mean over
+//! requests); and a warning for every reason the comparison is
+//! unsafe: a contaminated run, different AIPerf versions or configurations,
+//! very different cold-request shares.
+
+use std::path::Path;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::artifacts::records::{Metric, Phase, Record};
+use crate::config::Settings;
+use crate::findings::{Finding, Severity, Unit};
+use crate::model::connection::{classify, Temperature};
+use crate::model::selection::{self, Exclusions};
+use crate::stats::{self, Stat};
+
+crate::define_codes! { "compare";
+    COMPARE_REGRESSION => ("compare-regression", Error,
+        "B is worse than A beyond noise and beyond --fail-on-regression"),
+    COMPARE_CONTAMINATED => ("compare-contaminated", Warning,
+        "A compared run has error findings: its published numbers are wrong, so is the difference"),
+    COMPARE_CONFIG_DIFFERS => ("compare-config-differs", Warning,
+        "The runs differ in AIPerf version or configuration: the difference is not the server's alone"),
+    COMPARE_COLD_SHARE_DIFFERS => ("compare-cold-share-differs", Warning,
+        "The runs' shares of cold-connection requests differ by more than 10 points"),
+}
+
+/// The per-request metrics compared (those both runs have).
+const METRICS: &[Metric] = &[
+    Metric::TimeToFirstToken,
+    Metric::InterTokenLatency,
+    Metric::RequestLatency,
+    Metric::OutputTokenThroughputPerUser,
+];
+
+/// Cold shares further apart than this (points) make a comparison unsafe.
+const COLD_SHARE_PP: f64 = 10.0;
+/// Realised mean input or output lengths further apart than this (%).
+const LENGTH_PCT: f64 = 5.0;
+
+/// How the runs are compared.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Records dropped from both (warmup and failed ones always).
+    pub exclusions: Exclusions,
+    /// Bootstrap resamples.
+    pub resamples: usize,
+    /// Bootstrap seed.
+    pub seed: u64,
+    /// A difference for the worse beyond noise and beyond this (%) is a
+    /// regression (an error).
+    pub fail_on_regression_pct: Option<f64>,
+}
+
+/// What a run was: the facts a fair comparison needs equal.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Setup {
+    /// AIPerf version.
+    pub aiperf_version: Option<String>,
+    /// Profiling concurrency.
+    pub concurrency: Option<u64>,
+    /// Streaming.
+    pub streaming: Option<bool>,
+    /// Endpoint type (`chat`, `completions`, ...).
+    pub endpoint_type: Option<String>,
+    /// Inference endpoints the load went to.
+    pub endpoints: Option<usize>,
+    /// Mean realised input tokens per kept request.
+    pub input_tokens_mean: Option<f64>,
+    /// Mean realised output tokens per kept request.
+    pub output_tokens_mean: Option<f64>,
+    /// Share of profiling records that were cold (0..1).
+    pub cold_share: Option<f64>,
+    /// Kept records.
+    pub records: usize,
+    /// Error findings of its audit.
+    pub error_findings: usize,
+}
+
+/// One statistic of both runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Metric tag, `output_token_throughput`, `request_throughput` or
+    /// `prefix_cache_hit_rate`.
+    pub metric: &'static str,
+    /// `mean`, `p50`, `p90`, `p99` (throughputs and hit rate: `mean`).
+    pub stat: Stat,
+    /// Run A's value.
+    pub a: Option<f64>,
+    /// Run B's value.
+    pub b: Option<f64>,
+    /// b - a.
+    pub difference: Option<f64>,
+    /// (b - a) / a x 100.
+    pub difference_pct: Option<f64>,
+    /// 95 % bootstrap interval of b - a.
+    pub interval: Option<[f64; 2]>,
+    /// The interval excludes zero; `null` when it cannot tell (no interval,
+    /// or fewer than 5 requests beyond a tail percentile in a run).
+    pub significant: Option<bool>,
+    /// How `interval` is computed: `block_bootstrap_95` or
+    /// `welch_95_time_slices`.
+    pub method: &'static str,
+    /// Higher is better for this metric (throughputs, hit rate).
+    pub higher_is_better: bool,
+}
+
+/// The comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// Run A (the baseline).
+    pub a: String,
+    /// Run B.
+    pub b: String,
+    /// How the intervals are computed, in words.
+    pub interval_method: &'static str,
+    /// Bootstrap resamples.
+    pub resamples: usize,
+    /// Dropped from both besides warmup and failed records.
+    pub exclude_cold: bool,
+    /// The opening wave and drain tail dropped from both.
+    pub steady_state: bool,
+    /// Each run's setup.
+    pub setup: [Setup; 2],
+    /// The statistics.
+    pub rows: Vec<Row>,
+    /// Unsafe comparisons and regressions.
+    pub findings: Vec<Finding>,
+    /// 0, 1 or 2, as for an audit.
+    pub exit_code: i32,
+}
+
+struct Side {
+    report: crate::RunReport,
+    kept: Vec<Record>,
+    window: Option<(u64, u64)>,
+    setup: Setup,
+}
+
+fn side(dir: &Path, settings: &Settings, ex: Exclusions) -> Result<Side, String> {
+    let report = crate::audit_run(dir, settings, &[]);
+    let run = crate::artifacts::load(dir);
+    let records = run.records.map(|r| r.records).ok_or_else(|| {
+        format!(
+            "{}: {} could not be read: a comparison needs the per-request records",
+            dir.display(),
+            crate::artifacts::records::FILE
+        )
+    })?;
+    let sel = selection::select(&records, ex, settings);
+    let mut kept: Vec<Record> = sel
+        .kept
+        .into_iter()
+        .filter(|r| r.is_success())
+        .cloned()
+        .collect();
+    // Start order: the bootstrap's blocks are requests that ran together.
+    kept.sort_by_key(|r| (r.request_start_ns, r.line));
+    let endpoint = run
+        .summary
+        .as_ref()
+        .and_then(|s| s.input_config.as_ref())
+        .and_then(|c| c.endpoint.clone());
+    let profiling: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.phase == Phase::Profiling)
+        .collect();
+    let cold = profiling
+        .iter()
+        .filter(|r| classify(r, &settings.cold) == Temperature::Cold)
+        .count();
+    let mean = |m: Metric| {
+        stats::mean(
+            &kept
+                .iter()
+                .filter_map(|r| r.values.get(m))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let phase = report.phases.get("profiling");
+    let setup = Setup {
+        aiperf_version: report.aiperf_version.clone(),
+        concurrency: phase.and_then(|p| p.concurrency),
+        streaming: endpoint.as_ref().and_then(|e| e.streaming).or_else(|| {
+            Some(
+                kept.iter()
+                    .any(|r| r.values.get(Metric::TimeToFirstToken).is_some()),
+            )
+        }),
+        endpoint_type: endpoint.as_ref().and_then(|e| e.kind.clone()),
+        endpoints: endpoint.as_ref().map(|e| e.urls.len()).filter(|n| *n > 0),
+        input_tokens_mean: mean(Metric::InputSequenceLength),
+        output_tokens_mean: mean(Metric::OutputSequenceLength),
+        cold_share: (!profiling.is_empty()).then(|| cold as f64 / profiling.len() as f64),
+        records: kept.len(),
+        error_findings: report.count(Severity::Error),
+    };
+    Ok(Side {
+        window: phase.and_then(|p| p.server_window_ns),
+        report,
+        kept,
+        setup,
+    })
+}
+
+/// A statistic of some records (indices into `rs`).
+type StatFn<'a> = Box<dyn Fn(&[&Record]) -> Option<f64> + Sync + 'a>;
+
+fn record_stat(m: Metric, s: Stat) -> StatFn<'static> {
+    Box::new(move |rs: &[&Record]| {
+        let mut v: Vec<f64> = rs.iter().filter_map(|r| r.values.get(m)).collect();
+        if v.is_empty() {
+            return None;
+        }
+        stats::Summary::of_values(&mut v).get(s)
+    })
+}
+
+fn throughput(window: Option<(u64, u64)>, per: crate::model::steady::Per) -> StatFn<'static> {
+    Box::new(move |rs: &[&Record]| crate::model::steady::rate(rs, window, per, false))
+}
+
+fn hit_rate() -> StatFn<'static> {
+    Box::new(|rs: &[&Record]| crate::model::cache::client_rate(rs.iter().copied()).hit_rate)
+}
+
+/// Block length of the moving-block bootstrap: max(concurrency, sqrt(n)),
+/// at most half the requests.
+fn block_len(n: usize, concurrency: usize) -> usize {
+    let root = (n as f64).sqrt().ceil() as usize;
+    concurrency.max(root).clamp(1, (n / 2).max(1))
+}
+
+/// Whether `n` requests put at least 5 beyond the percentile `stat`.
+fn tail_known(stat: Stat, n: usize) -> bool {
+    let beyond = match stat {
+        Stat::Mean | Stat::P50 => 0.5,
+        Stat::P90 => 0.1,
+        Stat::P99 => 0.01,
+    };
+    n as f64 * beyond >= 5.0
+}
+
+/// Time slices of a throughput's interval.
+const SLICES: u64 = 10;
+
+/// Welch's 95 % interval of b - a over each run's throughput in
+/// [`SLICES`] equal slices of its window.
+fn slice_interval(
+    a: &[&Record],
+    b: &[&Record],
+    wa: Option<(u64, u64)>,
+    wb: Option<(u64, u64)>,
+    per: crate::model::steady::Per,
+) -> Option<[f64; 2]> {
+    let rates = |rs: &[&Record], w: Option<(u64, u64)>| -> Option<Vec<f64>> {
+        let (lo, hi) = w?;
+        let step = hi.checked_sub(lo)? / SLICES;
+        (step > 0).then(|| {
+            (0..SLICES)
+                .filter_map(|k| {
+                    let s = (lo + k * step, lo + (k + 1) * step);
+                    crate::model::steady::rate(rs, Some(s), per, true)
+                })
+                .collect()
+        })
+    };
+    let d = stats::welch_interval(&rates(b, wb)?, &rates(a, wa)?, 0.95)?;
+    Some([d.low, d.high])
+}
+
+/// The statistic's block-bootstrap distribution of b - a: its 2.5th and
+/// 97.5th percentiles. Records are in start order.
+fn interval<'r>(
+    a: &[&'r Record],
+    b: &[&'r Record],
+    fa: &StatFn,
+    fb: &StatFn,
+    opts: &Options,
+    salt: u64,
+    concurrency: usize,
+) -> Option<[f64; 2]> {
+    if a.len() < 2 || b.len() < 2 || opts.resamples < 20 {
+        return None;
+    }
+    let diffs: Vec<f64> = (0..opts.resamples)
+        .into_par_iter()
+        .filter_map(|i| {
+            let mut rng = fastrand::Rng::with_seed(opts.seed ^ salt.rotate_left(17) ^ (i as u64));
+            let mut pick = |rs: &[&'r Record]| -> Vec<&'r Record> {
+                let n = rs.len();
+                let block = block_len(n, concurrency);
+                let mut out = Vec::with_capacity(n + block);
+                while out.len() < n {
+                    let at = rng.usize(..=n - block);
+                    out.extend_from_slice(&rs[at..at + block]);
+                }
+                out.truncate(n);
+                out
+            };
+            let (ra, rb) = (pick(a), pick(b));
+            Some(fb(&rb)? - fa(&ra)?)
+        })
+        .collect();
+    if diffs.len() < opts.resamples / 2 {
+        return None;
+    }
+    let s = stats::sorted(diffs);
+    Some([stats::percentile(&s, 2.5)?, stats::percentile(&s, 97.5)?])
+}
+
+/// One statistic to compare: how to compute it on each run.
+struct Spec {
+    metric: &'static str,
+    stat: Stat,
+    fa: StatFn<'static>,
+    fb: StatFn<'static>,
+    higher_is_better: bool,
+    /// A throughput (interval over time slices) and what it counts.
+    per: Option<crate::model::steady::Per>,
+}
+
+/// Every statistic compared, in report order.
+fn specs(sa: &Side, sb: &Side) -> Vec<Spec> {
+    use crate::model::steady::Per;
+    let mut out = Vec::new();
+    for &m in METRICS {
+        for &stat in Stat::ALL {
+            out.push(Spec {
+                metric: m.tag(),
+                stat,
+                fa: record_stat(m, stat),
+                fb: record_stat(m, stat),
+                higher_is_better: m == Metric::OutputTokenThroughputPerUser,
+                per: None,
+            });
+        }
+    }
+    for (metric, per) in [
+        ("output_token_throughput", Per::Tokens),
+        ("request_throughput", Per::Requests),
+    ] {
+        out.push(Spec {
+            metric,
+            stat: Stat::Mean,
+            fa: throughput(sa.window, per),
+            fb: throughput(sb.window, per),
+            higher_is_better: true,
+            per: Some(per),
+        });
+    }
+    out.push(Spec {
+        metric: "prefix_cache_hit_rate",
+        stat: Stat::Mean,
+        fa: hit_rate(),
+        fb: hit_rate(),
+        higher_is_better: true,
+        per: None,
+    });
+    out
+}
+
+/// One statistic of both runs with its interval; `None` when neither run
+/// has it.
+fn row(
+    spec: &Spec,
+    salt: u64,
+    (ka, kb): (&[&Record], &[&Record]),
+    (sa, sb): (&Side, &Side),
+    opts: &Options,
+    concurrency: usize,
+) -> Option<Row> {
+    let (va, vb) = ((spec.fa)(ka), (spec.fb)(kb));
+    if va.is_none() && vb.is_none() {
+        return None;
+    }
+    let (iv, method) = match spec.per {
+        Some(per) => (
+            slice_interval(ka, kb, sa.window, sb.window, per),
+            "welch_95_time_slices",
+        ),
+        None => (
+            interval(ka, kb, &spec.fa, &spec.fb, opts, salt, concurrency),
+            "block_bootstrap_95",
+        ),
+    };
+    Some(Row {
+        metric: spec.metric,
+        stat: spec.stat,
+        a: va,
+        b: vb,
+        difference: va.zip(vb).map(|(x, y)| y - x),
+        difference_pct: stats::bias_pct(vb, va),
+        // A bootstrap cannot tell a tail percentile with fewer than 5
+        // requests beyond it in either run (p99 of 80 requests is nearly
+        // the maximum): shown, not judged.
+        significant: iv
+            .filter(|_| tail_known(spec.stat, ka.len().min(kb.len())))
+            .map(|[lo, hi]| lo > 0.0 || hi < 0.0),
+        interval: iv,
+        method,
+        higher_is_better: spec.higher_is_better,
+    })
+}
+
+/// Compares run `b` with run `a`.
+pub fn compare(
+    a: &Path,
+    b: &Path,
+    settings: &Settings,
+    opts: &Options,
+) -> Result<Comparison, String> {
+    let (sa, sb) = rayon::join(
+        || side(a, settings, opts.exclusions),
+        || side(b, settings, opts.exclusions),
+    );
+    let (sa, sb) = (sa?, sb?);
+    let (ka, kb): (Vec<&Record>, Vec<&Record>) =
+        (sa.kept.iter().collect(), sb.kept.iter().collect());
+    let concurrency = sa.setup.concurrency.max(sb.setup.concurrency).unwrap_or(1) as usize;
+    let rows: Vec<Row> = specs(&sa, &sb)
+        .iter()
+        .enumerate()
+        .filter_map(|(i, spec)| row(spec, i as u64, (&ka, &kb), (&sa, &sb), opts, concurrency))
+        .collect();
+    let mut findings = unsafe_findings(&sa, &sb);
+    findings.extend(regressions(&rows, opts.fail_on_regression_pct));
+    let fail_on = settings.fail_on;
+    let exit_code = i32::from(findings.iter().any(|f| f.severity >= fail_on));
+    Ok(Comparison {
+        a: a.display().to_string(),
+        b: b.display().to_string(),
+        interval_method: "per-request statistics and hit rate: moving-block bootstrap, 95 % \
+                          (block_bootstrap_95); throughputs: Welch's t over 10 time slices, \
+                          95 % (welch_95_time_slices)",
+        resamples: opts.resamples,
+        exclude_cold: opts.exclusions.cold,
+        steady_state: opts.exclusions.steady_state,
+        setup: [sa.setup, sb.setup],
+        rows,
+        findings,
+        exit_code,
+    })
+}
+
+/// Every reason the two runs should not be compared as they are.
+fn unsafe_findings(a: &Side, b: &Side) -> Vec<Finding> {
+    let mut out = contaminated(a, b);
+    out.extend(config_differs(&a.setup, &b.setup));
+    out.extend(cold_share_differs(&a.setup, &b.setup));
+    out
+}
+
+/// A run with error findings.
+fn contaminated(a: &Side, b: &Side) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (name, s) in [("A", a), ("B", b)] {
+        if s.setup.error_findings > 0 {
+            let mut codes: Vec<&str> = s
+                .report
+                .findings
+                .iter()
+                .filter(|f| f.severity == Severity::Error)
+                .map(|f| f.code.as_str())
+                .collect();
+            codes.sort_unstable();
+            codes.dedup();
+            out.push(
+                Finding::new(
+                    COMPARE_CONTAMINATED,
+                    format!(
+                        "run {name} ({}) has {} error finding(s) ({}): its published numbers are \
+                         wrong, and so is a difference taken from them; audit it \
+                         (`artifact-check {}`) and compare after fixing or cleaning",
+                        s.report.path,
+                        s.setup.error_findings,
+                        codes.join(", "),
+                        s.report.path
+                    ),
+                )
+                .file(s.report.path.clone())
+                .effect(
+                    "error_findings",
+                    s.setup.error_findings as f64,
+                    Unit::Count,
+                ),
+            );
+        }
+    }
+    out
+}
+
+/// A different version or configuration.
+fn config_differs(x: &Setup, y: &Setup) -> Option<Finding> {
+    let mut differs = Vec::new();
+    let mut field = |name: &str, p: String, q: String| {
+        if p != q {
+            differs.push(format!("{name} {p} vs {q}"));
+        }
+    };
+    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+    field("AIPerf", opt(&x.aiperf_version), opt(&y.aiperf_version));
+    let num = |v: Option<u64>| v.map_or("?".into(), |n| n.to_string());
+    field("concurrency", num(x.concurrency), num(y.concurrency));
+    let b = |v: Option<bool>| v.map_or("?".into(), |b| b.to_string());
+    field("streaming", b(x.streaming), b(y.streaming));
+    field(
+        "endpoint type",
+        opt(&x.endpoint_type),
+        opt(&y.endpoint_type),
+    );
+    let n = |v: Option<usize>| v.map_or("?".into(), |n| n.to_string());
+    field("endpoints", n(x.endpoints), n(y.endpoints));
+    for (name, p, q) in [
+        (
+            "mean input tokens",
+            x.input_tokens_mean,
+            y.input_tokens_mean,
+        ),
+        (
+            "mean output tokens",
+            x.output_tokens_mean,
+            y.output_tokens_mean,
+        ),
+    ] {
+        if stats::bias_pct(q, p).is_some_and(|d| d.abs() > LENGTH_PCT) {
+            differs.push(format!(
+                "{name} {:.1} vs {:.1}",
+                p.unwrap_or(0.0),
+                q.unwrap_or(0.0)
+            ));
+        }
+    }
+    (!differs.is_empty()).then(|| {
+        Finding::new(
+            COMPARE_CONFIG_DIFFERS,
+            format!(
+                "the runs differ in {}: the difference is not the server's alone",
+                differs.join(", ")
+            ),
+        )
+    })
+}
+
+/// Very different shares of cold-connection requests.
+fn cold_share_differs(x: &Setup, y: &Setup) -> Option<Finding> {
+    let (p, q) = (x.cold_share?, y.cold_share?);
+    let pp = (q - p) * 100.0;
+    (pp.abs() > COLD_SHARE_PP).then(|| {
+        Finding::new(
+            COMPARE_COLD_SHARE_DIFFERS,
+            format!(
+                "cold-connection requests are {:.1} % of A's profiling requests and \
+                         {:.1} % of B's ({pp:+.1} pp): TTFT and latency differ by connection \
+                         setup as well; compare with --exclude-cold",
+                p * 100.0,
+                q * 100.0
+            ),
+        )
+        .effect("cold_share_difference", pp, Unit::Pp)
+    })
+}
+
+/// Differences for the worse, beyond noise and beyond `pct`.
+fn regressions(rows: &[Row], pct: Option<f64>) -> Vec<Finding> {
+    let Some(limit) = pct else {
+        return Vec::new();
+    };
+    rows.iter()
+        .filter(|r| r.significant == Some(true))
+        .filter_map(|r| {
+            let d = r.difference_pct?;
+            let worse = if r.higher_is_better { -d } else { d };
+            (worse > limit).then(|| {
+                let iv = r.interval.unwrap_or([f64::NAN; 2]);
+                Finding::new(
+                    COMPARE_REGRESSION,
+                    format!(
+                        "{} {}: B {:.4} vs A {:.4} ({d:+.1} %, {} interval of B - A {:+.4} to \
+                         {:+.4}): worse beyond noise and beyond the {limit} % allowed",
+                        r.metric,
+                        r.stat.as_str(),
+                        r.b.unwrap_or(f64::NAN),
+                        r.a.unwrap_or(f64::NAN),
+                        r.method,
+                        iv[0],
+                        iv[1]
+                    ),
+                )
+                .field(format!("{}.{}", r.metric, r.stat.as_str()))
+                .effect("difference_pct", d, Unit::Percent)
+            })
+        })
+        .collect()
+}
