@@ -168,6 +168,8 @@ pub mod reading {
             "An artifact declares a schema version this tool was not built for"),
         SYMLINK_OUTSIDE_RUN => ("symlink-outside-run", Warning,
             "An artifact is a symlink that leads outside the run directory (it was read)"),
+        PARQUET_SCRAPES_NOT_READ => ("parquet-scrapes-not-read", Info,
+            "The raw scrapes are only in server_metrics_export.parquet, which this build does not read (the `parquet` feature)"),
     }
 }
 

@@ -445,6 +445,53 @@ fn note_missing(
     }
 }
 
+/// The parquet raw scrapes (`scrapes::parquet`), when the run has them
+/// and no JSONL; without the `parquet` feature, a finding that says so.
+fn parquet_scrapes(
+    dir: &Path,
+    server: Option<&server_metrics::ServerMetricsExport>,
+    interest: &scrapes::Interest,
+    f: &mut Vec<Finding>,
+) -> Option<scrapes::ScrapesRead> {
+    const PARQUET: &str = "server_metrics_export.parquet";
+    let path = dir.join(PARQUET);
+    if !path.is_file() {
+        return None;
+    }
+    #[cfg(feature = "parquet")]
+    {
+        // The deltas are from AIPerf's profiling baseline: the window's start.
+        let reference = server
+            .and_then(|s| s.window("profiling"))
+            .map(|w| w.start_ns);
+        match scrapes::parquet::to_lines(&path, reference) {
+            Ok(lines) => scrapes::read_with(std::io::Cursor::new(lines), interest, None)
+                .map_err(|e| f.push(unreadable(PARQUET, &e.to_string())))
+                .ok(),
+            Err(e) => {
+                f.push(unreadable(PARQUET, &e));
+                None
+            }
+        }
+    }
+    #[cfg(not(feature = "parquet"))]
+    {
+        let _ = (server, interest);
+        f.push(
+            Finding::new(
+                reading::PARQUET_SCRAPES_NOT_READ,
+                format!(
+                    "the raw scrapes are only in {PARQUET}, and this build reads parquet only \
+                     with the `parquet` feature (cargo install --features parquet): without \
+                     them phase contamination cannot be repaired"
+                ),
+            )
+            .file(PARQUET),
+        );
+        None
+    }
+}
+
 /// Reads every artifact of the run in `dir`.
 pub fn load(dir: &Path) -> RunArtifacts {
     let mut run = RunArtifacts {
@@ -476,6 +523,9 @@ pub fn load(dir: &Path) -> RunArtifacts {
     run.scrapes = read_lines(dir, scrapes::FILE, f, |file, len| {
         scrapes::read_with(file, &interest, Some(len))
     });
+    if run.scrapes.is_none() && !dir.join(scrapes::FILE).exists() {
+        run.scrapes = parquet_scrapes(dir, run.server.as_ref(), &interest, f);
+    }
     if let (Some(sc), Some(server)) = (run.scrapes.as_mut(), run.server.as_ref()) {
         sc.set_cumulative(server.cumulative_families());
     }

@@ -24,6 +24,8 @@ use crate::findings::{not_listed, reading, Finding, MAX_LISTED};
 #[cfg(any(test, feature = "fuzzing"))]
 mod agree;
 mod block;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 mod reference;
 mod scan;
 mod source;

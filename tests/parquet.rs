@@ -1,0 +1,135 @@
+//! `server_metrics_export.parquet`, AIPerf's parquet raw scrapes
+//! (fixtures/parquet: a real AIPerf 0.13.0 run that wrote them as JSONL and
+//! as parquet, with seed 000's late warmup observation, and the engine's
+//! ledger). The run is read with its JSONL removed: with the `parquet`
+//! feature the parquet scrapes are read (deltas from the profiling baseline,
+//! a synthetic zero scrape at the window's start): the same profiling excess
+//! as the JSONL, no series looks born mid-run and nothing looks reset;
+//! without the feature a finding says they were not read.
+
+mod common;
+
+use std::fs;
+
+use common::*;
+use serde_json::Value;
+
+/// The fixture, copied, with its JSONL raw scrapes removed.
+fn parquet_only() -> (tempfile::TempDir, std::path::PathBuf) {
+    let t = tempfile::tempdir().expect("tempdir");
+    let dst = t.path().join("late-warmup");
+    copy_dir(&root().join("fixtures/parquet/late-warmup"), &dst);
+    fs::remove_file(dst.join("server_metrics_export.jsonl")).expect("remove jsonl");
+    (t, dst)
+}
+
+fn report(dir: &std::path::Path) -> Value {
+    json_report(&[dir], &[]).0["runs"][0].clone()
+}
+
+fn delta(f: &Value) -> Option<f64> {
+    f["effect"]
+        .as_array()?
+        .iter()
+        .find(|e| e["quantity"] == "profiling_delta")?["value"]
+        .as_f64()
+}
+
+#[test]
+fn the_ledger_has_the_late_warmup_observation() {
+    let ledger = jsonl(&root().join("fixtures/parquet/late-warmup.ledger.jsonl"));
+    let late: Vec<&Value> = ledger
+        .iter()
+        .filter(|e| e["event"] == "late_observation")
+        .collect();
+    assert_eq!(late.len(), 1);
+    assert_eq!(late[0]["metric"], "vllm:request_prefill_time_seconds");
+    let id = late[0]["x_request_id"].as_str().expect("id");
+    let recs = jsonl(&root().join("fixtures/parquet/late-warmup/profile_export.jsonl"));
+    let phase = recs
+        .iter()
+        .find(|r| r["metadata"]["x_request_id"] == id)
+        .expect("its record")["metadata"]["benchmark_phase"]
+        .clone();
+    assert_eq!(phase, "warmup");
+}
+
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_raw_scrapes_give_the_jsonl_finding() {
+    let (_t, dir) = parquet_only();
+    let run = report(&dir);
+    let codes: Vec<&str> = run["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["code"].as_str().expect("code"))
+        .collect();
+    for never in [
+        "parquet-scrapes-not-read",
+        "unreadable-file",
+        "series-created-mid-phase",
+        "counter-reset",
+    ] {
+        assert!(!codes.contains(&never), "{never}: {codes:?}");
+    }
+    // The same profiling excess on the same metric as with the JSONL, and
+    // the same profiling-side figures. Its cause can differ: the JSONL holds
+    // the scrapes before profiling (where the late observation was due), the
+    // parquet does not, so it cannot be placed there.
+    let both = report(&root().join("fixtures/parquet/late-warmup"));
+    let excess = |r: &Value| -> Vec<(String, Option<f64>)> {
+        r["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter(|f| f["severity"] == "error")
+            .filter(|f| f["metric"] == "vllm:request_prefill_time_seconds")
+            .map(|f| (f["severity"].as_str().unwrap_or("").to_string(), delta(f)))
+            .collect()
+    };
+    assert_eq!(excess(&run), vec![("error".to_string(), Some(1.0))]);
+    assert_eq!(excess(&run), excess(&both));
+}
+
+/// Scrape ticks on the run's HTML timeline: the scrapes that were read.
+#[cfg(feature = "parquet")]
+fn scrape_ticks(dir: &std::path::Path) -> usize {
+    let page = dir.with_extension("html");
+    let (_, err, code) = cli(&[
+        "--format",
+        "html",
+        "--output",
+        page.to_str().expect("utf8"),
+        dir.to_str().expect("utf8"),
+    ]);
+    assert!(code <= 1, "{err}");
+    fs::read_to_string(&page)
+        .expect("page")
+        .matches("class=\"scrape\"")
+        .count()
+}
+
+#[cfg(feature = "parquet")]
+#[test]
+fn the_parquet_scrapes_are_read() {
+    let (_t, dir) = parquet_only();
+    let with_parquet = scrape_ticks(&dir);
+    fs::remove_file(dir.join("server_metrics_export.parquet")).expect("remove parquet");
+    let without = scrape_ticks(&dir);
+    assert_eq!(without, 0, "no raw scrapes left");
+    // AIPerf's profiling-window scrapes, from the parquet, plus the
+    // synthetic baseline at the window's start.
+    assert!(with_parquet >= 4, "{with_parquet} scrape ticks");
+}
+
+#[cfg(not(feature = "parquet"))]
+#[test]
+fn without_the_feature_the_parquet_scrapes_are_named_unread() {
+    let (_t, dir) = parquet_only();
+    let run = report(&dir);
+    let f = findings(&run, "parquet-scrapes-not-read");
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0]["severity"], "info");
+    assert_eq!(f[0]["file"], "server_metrics_export.parquet");
+}
