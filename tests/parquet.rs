@@ -27,6 +27,7 @@ fn report(dir: &std::path::Path) -> Value {
     json_report(&[dir], &[]).0["runs"][0].clone()
 }
 
+#[cfg(feature = "parquet")]
 fn delta(f: &Value) -> Option<f64> {
     f["effect"]
         .as_array()?
