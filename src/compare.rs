@@ -147,8 +147,9 @@ struct Side {
 }
 
 fn side(dir: &Path, settings: &Settings, ex: Exclusions) -> Result<Side, String> {
-    let report = crate::audit_run(dir, settings, &[]);
+    // Read once: audited, then its records cleaned.
     let run = crate::artifacts::load(dir);
+    let report = crate::audit_artifacts(dir, &run, settings, &[]);
     let records = run.records.map(|r| r.records).ok_or_else(|| {
         format!(
             "{}: {} could not be read: a comparison needs the per-request records",

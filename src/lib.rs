@@ -180,9 +180,32 @@ impl Report {
 /// Audits one run directory.
 pub fn audit_run(dir: &Path, settings: &Settings, claims: &[Claim]) -> RunReport {
     let run = artifacts::load(dir);
-    let model = RunModel::build(&run);
+    let report = audit_artifacts(dir, &run, settings, claims);
+    // Freeing a large run's records takes a while (about 0.01 s per 400,000
+    // records): do it beside whatever the caller does next (rendering the
+    // report), not before returning. If no thread can be started, the run is
+    // freed here.
+    if run
+        .records
+        .as_ref()
+        .is_some_and(|r| r.records.len() >= 100_000)
+    {
+        let _ = std::thread::Builder::new().spawn(move || drop(run));
+    }
+    report
+}
+
+/// Audits a run already read (`artifacts::load`), for a caller that needs
+/// its artifacts afterwards too (`compare`).
+pub fn audit_artifacts(
+    dir: &Path,
+    run: &artifacts::RunArtifacts,
+    settings: &Settings,
+    claims: &[Claim],
+) -> RunReport {
+    let model = RunModel::build(run);
     let ctx = Ctx {
-        run: &run,
+        run,
         model: &model,
         settings,
     };
@@ -224,7 +247,7 @@ pub fn audit_run(dir: &Path, settings: &Settings, claims: &[Claim]) -> RunReport
     let phases = phases_of(&model);
     let timeline = settings
         .timeline
-        .then(|| std::sync::Arc::new(timeline_of(&run, &model, settings, &findings)));
+        .then(|| std::sync::Arc::new(timeline_of(run, &model, settings, &findings)));
     let status = run_status(run.unreadable, &findings);
     let unknown_user_metrics = settings
         .phase
@@ -233,17 +256,6 @@ pub fn audit_run(dir: &Path, settings: &Settings, claims: &[Claim]) -> RunReport
         .filter(|(name, _)| !run.server.as_ref().is_some_and(|s| s.has_cumulative(name)))
         .map(|(name, _)| name.clone())
         .collect();
-    // Freeing a large run's records takes a while (about 0.01 s per 400,000
-    // records): do it beside whatever the caller does next (rendering the
-    // report), not before returning. If no thread can be started, the run is
-    // freed here.
-    if run
-        .records
-        .as_ref()
-        .is_some_and(|r| r.records.len() >= 100_000)
-    {
-        let _ = std::thread::Builder::new().spawn(move || drop(run));
-    }
     RunReport {
         path: dir.display().to_string(),
         aiperf_version: model.aiperf_version.clone(),
