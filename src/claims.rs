@@ -291,20 +291,20 @@ pub fn evaluate(
         first_turns: false,
         steady_state,
     };
-    let stats_over = |steady: bool| {
-        records.map(|r| selection::statistics(&selection::select(r, ex(steady), settings).kept))
-    };
-    let (stats, steady_stats) = (
-        stats_over(false),
-        claims
-            .iter()
-            .any(|c| c.steady_state)
-            .then(|| stats_over(true))
-            .flatten(),
-    );
+    // The steady state is found once, for every claim over it.
     let state = records
         .filter(|_| claims.iter().any(|c| c.steady_state))
         .map(|r| crate::model::steady::detect(r, &settings.steady));
+    let stats_over = |steady: bool| {
+        records.map(|r| {
+            let sel = selection::select_with(r, ex(steady), settings, state.as_ref());
+            selection::statistics(&sel.kept)
+        })
+    };
+    let (stats, steady_stats) = (
+        stats_over(false),
+        state.as_ref().and_then(|_| stats_over(true)),
+    );
     let results: Vec<ClaimResult> = claims
         .iter()
         .map(|c| {

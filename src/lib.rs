@@ -247,7 +247,7 @@ pub fn audit_artifacts(
     let phases = phases_of(&model);
     let timeline = settings
         .timeline
-        .then(|| std::sync::Arc::new(timeline_of(run, &model, settings, &findings)));
+        .then(|| std::sync::Arc::new(timeline_of(run, &model, settings, &findings, &checks)));
     let status = run_status(run.unreadable, &findings);
     let unknown_user_metrics = settings
         .phase
@@ -285,6 +285,7 @@ fn timeline_of(
     model: &RunModel,
     settings: &Settings,
     findings: &[Finding],
+    checks: &Checks,
 ) -> model::timeline::Timeline {
     let mut named: Vec<(String, String)> = findings
         .iter()
@@ -293,7 +294,12 @@ fn timeline_of(
         .collect();
     named.sort();
     named.dedup();
-    model::timeline::build(run, model, settings, &named)
+    // The steady state the check found, not found again.
+    let steady = checks
+        .report::<checks::steady_state::Report>()
+        .map(|r| &r.state)
+        .filter(|s| s.basis.is_some());
+    model::timeline::build(run, model, settings, &named, steady)
 }
 
 /// A run's status: `error` when it could not be read (no artifact, or a

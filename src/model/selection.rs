@@ -80,15 +80,27 @@ pub struct Selection<'a> {
 
 /// Applies the cleaning rules: warmup always dropped, the rest on request.
 pub fn select<'a>(records: &'a [Record], ex: Exclusions, settings: &Settings) -> Selection<'a> {
+    let steady = ex
+        .steady_state
+        .then(|| super::steady::detect(records, &settings.steady));
+    select_with(records, ex, settings, steady.as_ref())
+}
+
+/// [`select`] with the run's steady state already found (`steady`, used
+/// when `ex.steady_state`).
+pub fn select_with<'a>(
+    records: &'a [Record],
+    ex: Exclusions,
+    settings: &Settings,
+    steady: Option<&super::steady::SteadyState>,
+) -> Selection<'a> {
+    let steady = steady.filter(|_| ex.steady_state);
     let mut sel = Selection {
         kept: Vec::new(),
         dropped: Vec::new(),
         by_reason: BTreeMap::new(),
         kept_unknown: 0,
     };
-    let steady = ex
-        .steady_state
-        .then(|| super::steady::detect(records, &settings.steady));
     let in_set =
         |set: Option<&Vec<usize>>, i: usize| set.is_some_and(|s| s.binary_search(&i).is_ok());
     for (i, r) in records.iter().enumerate() {
@@ -101,14 +113,8 @@ pub fn select<'a>(records: &'a [Record], ex: Exclusions, settings: &Settings) ->
                 ex.first_turns && r.turn_index == Some(0),
                 DropReason::FirstTurn,
             ),
-            (
-                in_set(steady.as_ref().map(|s| &s.wave), i),
-                DropReason::OpeningWave,
-            ),
-            (
-                in_set(steady.as_ref().map(|s| &s.tail), i),
-                DropReason::DrainTail,
-            ),
+            (in_set(steady.map(|s| &s.wave), i), DropReason::OpeningWave),
+            (in_set(steady.map(|s| &s.tail), i), DropReason::DrainTail),
         ];
         let reasons: Vec<DropReason> = rules.iter().filter(|x| x.0).map(|x| x.1).collect();
         if reasons.is_empty() {

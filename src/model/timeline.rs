@@ -135,18 +135,27 @@ fn instant(r: &Record, at: ObservedAt) -> u64 {
 }
 
 /// Builds the timeline; `metrics` are the (family, endpoint) pairs to show
-/// intervals of (those the findings name).
+/// intervals of (those the findings name); `steady`, the run's steady state
+/// when already found (else it is found here).
 pub fn build(
     run: &RunArtifacts,
     model: &RunModel,
     settings: &Settings,
     metrics: &[(String, String)],
+    steady: Option<&super::steady::SteadyState>,
 ) -> Timeline {
     let records = run
         .records
         .as_ref()
         .map_or(&[][..], |r| r.records.as_slice());
-    let steady = super::steady::detect(records, &settings.steady);
+    let found;
+    let steady = match steady {
+        Some(s) => s,
+        None => {
+            found = super::steady::detect(records, &settings.steady);
+            &found
+        }
+    };
     let mut requests: Vec<Bar> = records
         .iter()
         .enumerate()
