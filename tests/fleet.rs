@@ -10,7 +10,6 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 
 use common::*;
 use serde_json::Value;
@@ -96,28 +95,15 @@ for stmt in sys.stdin.read().split(";"):
         out.append([[float(v) if hasattr(v, "as_integer_ratio") and not isinstance(v, (int, bool)) else v for v in row] for row in rel.fetchall()])
 print(json.dumps(out, default=str))
 "#;
-    use std::io::Write;
-    let mut child = Command::new(python)
-        .args(["-c", script])
-        .current_dir(dir)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("python runs");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(sql.as_bytes())
-        .expect("sql written");
-    let out = child.wait_with_output().expect("python finishes");
-    assert!(
-        out.status.success(),
-        "the documented SQL failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_python(
+        python,
+        script,
+        &[],
+        dir,
+        sql.as_bytes(),
+        "the documented SQL",
     );
-    serde_json::from_slice(&out.stdout).expect("JSON rows")
+    serde_json::from_slice(&out).expect("JSON rows")
 }
 
 #[test]

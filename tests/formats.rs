@@ -289,7 +289,6 @@ fn gitlab_code_quality_has_an_issue_per_finding() {
 /// Schema errors of `log` against the OASIS SARIF 2.1.0 schema
 /// (tests/schemas), by Python's `jsonschema` (draft 4, as the schema says).
 fn sarif_schema_errors(python: &str, log: &str) -> Vec<String> {
-    use std::io::Write;
     let script = r#"
 import json, sys, jsonschema
 schema = json.load(open(sys.argv[1]))
@@ -297,27 +296,15 @@ for e in jsonschema.Draft4Validator(schema).iter_errors(json.load(sys.stdin)):
     print("/".join(map(str, e.absolute_path)) + ": " + e.message[:200])
 "#;
     let schema = root().join("tests/schemas/sarif-schema-2.1.0.json");
-    let mut child = std::process::Command::new(python)
-        .args(["-c", script])
-        .arg(&schema)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("python runs");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(log.as_bytes())
-        .expect("log written");
-    let out = child.wait_with_output().expect("python finishes");
-    assert!(
-        out.status.success(),
-        "the validator failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_python(
+        python,
+        script,
+        &[schema.as_os_str()],
+        &root(),
+        log.as_bytes(),
+        "the validator",
     );
-    String::from_utf8_lossy(&out.stdout)
+    String::from_utf8_lossy(&out)
         .lines()
         .map(String::from)
         .collect()

@@ -46,3 +46,30 @@ aiperf_run() {
     --artifact-dir "$work/$name" "$@" > "$work/$name.log" 2>&1 || {
       echo "aiperf ($venv) failed for $name; log:" >&2; tail -40 "$work/$name.log" >&2; exit 2; }
 }
+
+# begin_fixture TAG: the start of a fixture generator (fixtures/*/generate.sh):
+# $venv (AIPERF_VENV, else /opt/aiperf-0.13.0) checked, $work made and removed
+# at exit with the servers started from it, the offline tokenizer.
+begin_fixture() {
+  venv="${AIPERF_VENV:-/opt/aiperf-0.13.0}"
+  [ -x "$venv/bin/aiperf" ] || { echo "aiperf required in $venv" >&2; exit 2; }
+  work="$(mktemp -d "/tmp/artifact-check-$1.XXXXXX")"
+  trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+  offline_tokenizer "$venv" "$work"
+}
+
+# keep_fixture NAME [FILE...]: the run $work/NAME and its ledger copied into
+# $here, kept small: no logs, per-phase copies, inputs, CSV twins or console
+# table, nor the FILEs named; the ledger slimmed to the requests' timing
+# (slim_ledger.py).
+keep_fixture() {
+  local name=$1 f; shift
+  rm -rf "${here:?}/$name"
+  cp -r "$work/$name" "$here/$name"
+  rm -rf "$here/$name/logs" "$here/$name/phases" "$here/$name/inputs.json" "$here/$name"/*.csv \
+    "$here/$name/profile_export_console.txt"
+  for f in "$@"; do rm -f "$here/$name/$f"; done
+  cp "$work/$name.ledger.jsonl" "$here/$name.ledger.jsonl"
+  python3 "$gen_lib_dir/slim_ledger.py" "$here/$name.ledger.jsonl"
+  echo "wrote $name ($(du -sh "$here/$name" | cut -f1))"
+}

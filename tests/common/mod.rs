@@ -187,3 +187,39 @@ pub fn test_python(modules: &[&str]) -> Result<String, String> {
         Err(e) => Err(format!("{python}: {e}")),
     }
 }
+
+/// Runs `python -c script args...` in `dir` with `input` on its standard
+/// input; its standard output, or a panic naming `what` with its stderr.
+pub fn run_python(
+    python: &str,
+    script: &str,
+    args: &[&std::ffi::OsStr],
+    dir: &Path,
+    input: &[u8],
+    what: &str,
+) -> Vec<u8> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = std::process::Command::new(python)
+        .args(["-c", script])
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .expect("input written");
+    let out = child.wait_with_output().expect("python finishes");
+    assert!(
+        out.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
