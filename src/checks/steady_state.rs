@@ -450,13 +450,7 @@ fn ramp_finding(r: &Report, s: &SteadySettings) -> Option<Finding> {
         format!("{} request(s) at median {:.1} ms", w.requests, w.median_ms),
     )
     .effect("wave_requests", w.requests as f64, Unit::Count);
-    for x in &moved {
-        f = f.effect(
-            bias_quantity(x),
-            x.bias_pct.unwrap_or(f64::NAN),
-            Unit::Percent,
-        );
-    }
+    f = with_biases(f, &moved);
     Some(f.effect("wave_connection_ms_mean", w.connection_ms_mean, Unit::Ms))
 }
 
@@ -507,14 +501,20 @@ fn drain_finding(r: &Report, s: &SteadySettings) -> Option<Finding> {
         ),
     )
     .effect("tail_requests", t.requests as f64, Unit::Count);
-    for x in &moved {
+    f = with_biases(f, &moved);
+    Some(f)
+}
+
+/// Each moved statistic's bias as an effect of `f`.
+fn with_biases(mut f: Finding, moved: &[&Row]) -> Finding {
+    for x in moved {
         f = f.effect(
             bias_quantity(x),
             x.bias_pct.unwrap_or(f64::NAN),
             Unit::Percent,
         );
     }
-    Some(f)
+    f
 }
 
 /// `<metric>_<stat>_bias` as a static effect name.
