@@ -55,6 +55,31 @@ fn the_ledger_has_the_late_warmup_observation() {
     assert_eq!(phase, "warmup");
 }
 
+/// With the JSONL raw scrapes the cause is the ledger's: request 4's
+/// prefill observation was published 1.5 s after profiling started. The
+/// end-of-warmup scrape, answered 420 ms into profiling, counted a
+/// profiling observation in its place, so warmup looks exact and no mirror
+/// deficit shows; AIPerf's profiling baseline (the scrape before the first
+/// profiling one) had already counted the other warmup observations, so
+/// this is no absorbed warmup.
+#[test]
+fn the_jsonl_run_names_the_late_observation() {
+    let run = report(&root().join("fixtures/parquet/late-warmup"));
+    let prefill: Vec<(&str, &str)> = run["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["metric"] == "vllm:request_prefill_time_seconds")
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap_or(""),
+                f["severity"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(prefill, vec![("late-warmup-observation", "error")]);
+}
+
 #[cfg(feature = "parquet")]
 #[test]
 fn parquet_raw_scrapes_give_the_jsonl_finding() {

@@ -155,11 +155,14 @@ impl Comparison<'_> {
         corrected: Option<&Attribution>,
     ) -> (Classification, Classification, Option<u64>) {
         let (mut class_p, mut class_w) = classify(dp, dw, &self.evidence);
-        // Without a warmup split the mirror deficit cannot show: the raw
-        // scrapes tell a warmup observation published after profiling
-        // started from one the baseline merely predates.
+        // The raw scrapes tell a warmup observation published after
+        // profiling started from one AIPerf's baseline merely predates.
+        // Without a warmup split the mirror deficit cannot show; with one,
+        // a late end-of-warmup scrape that counts a profiling observation
+        // in its place hides it (warmup exact, profiling over).
+        let mirrored = class_p == Classification::LateWarmupObservation;
         let late = corrected
-            .filter(|_| self.evidence.no_split.is_some())
+            .filter(|_| self.evidence.no_split.is_some() || !mirrored)
             .map(|c| c.warmup_late)
             .filter(|&n| n > 0 && dp.is_some_and(|d| d > 0.0));
         if late.is_some() {

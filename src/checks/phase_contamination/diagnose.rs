@@ -133,6 +133,12 @@ impl Problem {
                      at {}; AIPerf {v} has no warmup split)",
                     self.observed_at.as_str()
                 ),
+                (Some(k), None) => format!(
+                    "{k} warmup observation(s) were published after profiling started (the \
+                     raw scrapes place them) and counted in profiling (this metric is observed \
+                     at {})",
+                    self.observed_at.as_str()
+                ),
                 _ => format!(
                     "{} warmup observation(s) published after the end-of-warmup scrape were \
                      counted in profiling (this metric is observed at {})",
