@@ -111,6 +111,7 @@ pub fn cumulative(
     let ordered = scrapes.of_endpoint(endpoint);
     let mut cache = crate::artifacts::scrapes::BucketCache::default();
     let ids = scrapes.family(family);
+    let mut memo: Vec<(u32, bool)> = Vec::new();
     // Before the family's first appearance on the endpoint it had no series
     // yet (a labelled series exists from its first observation on): 0.
     let first = ordered
@@ -137,14 +138,29 @@ pub fn cumulative(
                 sum: Some(0.0),
                 buckets: Buckets::default(),
             };
-            for x in ss.filter(|x| keep(x.labels())) {
+            for x in ss {
+                // Whether to keep a label set, decided once per set id.
+                let id = x.labels_id();
+                let kept = match memo.iter().find(|(i, _)| *i == id) {
+                    Some(&(_, k)) => k,
+                    None => {
+                        let k = keep(x.labels());
+                        memo.push((id, k));
+                        k
+                    }
+                };
+                if !kept {
+                    continue;
+                }
                 p.count += x.cumulative()?;
                 p.sum = match (p.sum, x.sum()) {
                     (Some(a), Some(b)) => Some(a + b),
                     _ => None,
                 };
-                for (le, c) in x.buckets_in_order(&mut cache).into_iter().flatten() {
-                    p.buckets.add(le?, c);
+                if let Some((les, counts)) = x.buckets_in_order(&mut cache) {
+                    for (le, c) in les.iter().zip(counts) {
+                        p.buckets.add((*le)?, *c);
+                    }
                 }
             }
             Some(p)

@@ -138,7 +138,10 @@ impl<'a> Sample<'a> {
 
     /// [`Sample::buckets`], for a reader going through a series' scrapes in
     /// order: each decoded from the one before, kept in `cache`.
-    pub fn buckets_in_order(&self, cache: &mut BucketCache) -> Option<Vec<(Option<f64>, f64)>> {
+    pub fn buckets_in_order<'c>(
+        &self,
+        cache: &'c mut BucketCache,
+    ) -> Option<(&'a [Option<f64>], &'c [f64])> {
         self.store.buckets_in_order(self.row, cache)
     }
 }
@@ -295,7 +298,7 @@ impl ScrapesRead {
 
 /// How many cumulative series go down along an order: those the export
 /// types as counters or histograms, or (without types) histograms.
-fn drops(read: &ScrapesRead, list: &[(&Scrape, u64)]) -> usize {
+fn drops<'s>(read: &ScrapesRead, pairs: impl Iterator<Item = (&'s Scrape, &'s Scrape)>) -> usize {
     // Whether each family (by id) only grows, decided once per family; an
     // untyped export leaves it to each sample (histograms grow).
     let typed: Vec<bool> = (0..read.store.family_count() as u32)
@@ -306,8 +309,7 @@ fn drops(read: &ScrapesRead, list: &[(&Scrape, u64)]) -> usize {
         .collect();
     let untyped = read.cumulative.is_empty();
     let mut n = 0;
-    for w in list.windows(2) {
-        let (a, b) = (w[0].0, w[1].0);
+    for (a, b) in pairs {
         let before_groups = &read.store.groups[a.groups.0 as usize..a.groups.1 as usize];
         for (gi, (id, _, samples)) in read.families_by_id(b).enumerate() {
             if !untyped && !typed[id as usize] {
@@ -354,7 +356,7 @@ fn drops(read: &ScrapesRead, list: &[(&Scrape, u64)]) -> usize {
 /// their series go down is the state order; ties keep arrival order. In
 /// send order a scrape's state time is lowered to the earliest answer of
 /// any scrape sent after it.
-pub fn state_order(read: &ScrapesRead, list: &mut [(&Scrape, u64)]) {
+pub fn state_order<'s>(read: &ScrapesRead, list: &mut [(&'s Scrape, u64)]) {
     list.sort_by_key(|(s, _)| (s.timestamp_ns, s.line));
     let mut sent: Vec<(&Scrape, u64)> = list.to_vec();
     sent.sort_by_key(|(s, _)| s.order_key());
@@ -362,7 +364,18 @@ pub fn state_order(read: &ScrapesRead, list: &mut [(&Scrape, u64)]) {
         .iter()
         .zip(list.iter())
         .any(|(a, b)| a.0.line != b.0.line);
-    if differs && drops(read, &sent) < drops(read, list) {
+    // The pairs both orders share go down alike: only the others decide.
+    let only = |x: &[(&'s Scrape, u64)], y: &[(&Scrape, u64)]| {
+        let shared: std::collections::HashSet<(u64, u64)> =
+            y.windows(2).map(|w| (w[0].0.line, w[1].0.line)).collect();
+        x.windows(2)
+            .map(|w| (w[0].0, w[1].0))
+            .filter(move |(a, b)| !shared.contains(&(a.line, b.line)))
+            .collect::<Vec<_>>()
+    };
+    if differs
+        && drops(read, only(&sent, list).into_iter()) < drops(read, only(list, &sent).into_iter())
+    {
         list.copy_from_slice(&sent);
         let mut earliest_after = u64::MAX;
         for (s, t) in list.iter_mut().rev() {

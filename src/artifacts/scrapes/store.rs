@@ -403,11 +403,11 @@ impl Store {
     /// [`Store::buckets`], reading a series' rows in order: a change is
     /// applied to its row before, kept in `cache` from the last call,
     /// instead of decoded from the last whole row.
-    pub fn buckets_in_order(
+    pub fn buckets_in_order<'c>(
         &self,
         i: u32,
-        cache: &mut BucketCache,
-    ) -> Option<Vec<(Option<f64>, f64)>> {
+        cache: &'c mut BucketCache,
+    ) -> Option<(&[Option<f64>], &'c [f64])> {
         let r = &self.rows[i as usize];
         if r.buckets == NONE {
             return None;
@@ -433,8 +433,9 @@ impl Store {
         if cache.0.len() > 4096 {
             cache.0.clear();
         }
-        cache.0.insert(i, counts.clone());
-        Some(les.iter().copied().zip(counts).collect())
+        let slot = cache.0.entry(i).or_default();
+        *slot = counts;
+        Some((les, slot))
     }
 
     /// Row `i`'s `n` bucket counts.
