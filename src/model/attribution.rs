@@ -56,31 +56,31 @@ pub struct Point {
     buckets: Buckets,
 }
 
-/// A point's buckets: `(le bits, le, count)` in `le` order (bits of
+/// A point's buckets: `(le, count)` in the order of `le`'s bits (bits of
 /// non-negative floats order as their values), summed over series. A
 /// sorted vector: the series of one family share their bounds, so adding
 /// is mostly appending, and a point holds no tree of its own.
 #[derive(Debug, Clone, Default, PartialEq)]
-struct Buckets(Vec<(u64, f64, f64)>);
+struct Buckets(Vec<(f64, f64)>);
 
 impl Buckets {
     fn add(&mut self, le: f64, c: f64) {
         let key = le_key(le);
-        match self.0.binary_search_by_key(&key, |x| x.0) {
-            Ok(i) => self.0[i].2 += c,
-            Err(i) => self.0.insert(i, (key, le, c)),
+        match self.0.binary_search_by_key(&key, |x| le_key(x.0)) {
+            Ok(i) => self.0[i].1 += c,
+            Err(i) => self.0.insert(i, (le, c)),
         }
     }
 
     fn get(&self, le: f64) -> Option<f64> {
         let key = le_key(le);
-        let i = self.0.binary_search_by_key(&key, |x| x.0).ok()?;
-        Some(self.0[i].2)
+        let i = self.0.binary_search_by_key(&key, |x| le_key(x.0)).ok()?;
+        Some(self.0[i].1)
     }
 
     /// `(le, count)` in `le` order.
     fn values(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
-        self.0.iter().map(|x| (x.1, x.2))
+        self.0.iter().copied()
     }
 }
 

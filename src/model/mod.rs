@@ -109,7 +109,10 @@ impl RunModel {
             .map(observers::endpoint_roles)
             .unwrap_or_default();
         let (resets, births) = match (run.scrapes.as_ref(), run.server.as_ref()) {
-            (Some(sc), Some(server)) => (resets::detect(sc, server), resets::births(sc, server)),
+            // Each a walk over every scrape: both at once.
+            (Some(sc), Some(server)) => {
+                rayon::join(|| resets::detect(sc, server), || resets::births(sc, server))
+            }
             _ => (Vec::new(), Vec::new()),
         };
         RunModel {
