@@ -106,7 +106,7 @@ impl<'a> Sample<'a> {
 
     /// The label set's id: equal ids, equal labels.
     pub fn labels_id(&self) -> u32 {
-        self.store.rows[self.row as usize].labels
+        self.store.rows[self.row as usize].labels()
     }
 
     /// Counter/gauge value.
@@ -332,10 +332,10 @@ fn drops<'s>(read: &ScrapesRead, pairs: impl Iterator<Item = (&'s Scrape, &'s Sc
                     // Usually the series at the same place; else searched.
                     let same = (r0 + (k as u32) < r1)
                         .then_some(r0 + k as u32)
-                        .filter(|r| read.store.rows[*r as usize].labels == x.labels_id());
+                        .filter(|r| read.store.rows[*r as usize].labels() == x.labels_id());
                     same.or_else(|| {
                         rows.clone()
-                            .find(|r| read.store.rows[*r as usize].labels == x.labels_id())
+                            .find(|r| read.store.rows[*r as usize].labels() == x.labels_id())
                     })
                 });
                 let prev = prev.and_then(|r| read.store.cumulative(r));
@@ -537,7 +537,7 @@ impl Merge {
         if self.full || !out.store.fits(b) {
             if !self.full && !b.scrapes.is_empty() {
                 let text = format!(
-                    "line {}: more samples than the reader holds (2^32); this line and the \
+                    "line {}: more samples (2^32) or label sets (2^29) than the reader holds; this line and the \
                      rest of the file are not read",
                     base + b.scrapes[0].line
                 );

@@ -10,7 +10,9 @@
 //! bucket that did not move). A change is written only when it is exact: the
 //! same bounds, every count an integer that did not go down and adds back to
 //! the same `f64`. Every 32nd row of a series is whole, so reading a row's
-//! buckets decodes at most 31 changes.
+//! buckets decodes at most 31 changes. A row is 24 bytes: its two numbers,
+//! its label set's id with the `HAS_*` bits on top, and its buckets' offset
+//! (the bounds' id is the whole row's, in the arena).
 
 /// foldhash: several times faster than SipHash on these short keys.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
@@ -24,10 +26,15 @@ const HAS_VALUE: u8 = 1;
 const HAS_COUNT: u8 = 2;
 const HAS_SUM: u8 = 4;
 
+/// Where a row keeps its `HAS_*` bits: above the label set's id.
+const FLAGS_SHIFT: u32 = 29;
+/// How many label sets the columns number (the ids below the flags).
+const LABEL_IDS: usize = 1 << FLAGS_SHIFT;
+
 /// The last decoded bucket counts of the rows a reader went through
 /// ([`Store::buckets_in_order`]).
 #[derive(Debug, Default)]
-pub struct BucketCache(HashMap<u32, Vec<f64>>);
+pub struct BucketCache(HashMap<u32, (u32, Vec<f64>)>);
 
 /// One family's samples in one scrape: a range of rows.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -45,14 +52,21 @@ pub struct Row {
     pub a: f64,
     /// Histogram sum (when `HAS_SUM`).
     pub sum: f64,
-    /// Label set id.
-    pub labels: u32,
+    /// Label set id, the `HAS_*` bits above it ([`FLAGS_SHIFT`]).
+    tagged: u32,
     /// Offset of the buckets in the arena, or [`NONE`].
     pub buckets: u32,
-    /// Their bounds' id.
-    pub bounds: u32,
-    /// `HAS_*` bits.
-    pub flags: u8,
+}
+
+impl Row {
+    /// The label set's id.
+    pub fn labels(&self) -> u32 {
+        self.tagged & ((1 << FLAGS_SHIFT) - 1)
+    }
+
+    fn flags(&self) -> u8 {
+        (self.tagged >> FLAGS_SHIFT) as u8
+    }
 }
 
 /// Per series: where its buckets stand.
@@ -213,7 +227,9 @@ pub fn code_buckets(b: &Block, arena: &mut Vec<u8>, at: &mut Vec<u32>) {
                     put_varints(arena, &scratch);
                     chain.since_whole += 1;
                 } else {
+                    // The block's bounds id, made the file's by the merge.
                     arena.push(0);
+                    arena.extend_from_slice(&r.bounds.to_le_bytes());
                     for c in counts {
                         arena.extend_from_slice(&c.to_le_bytes());
                     }
@@ -233,6 +249,7 @@ impl Store {
     pub fn fits(&self, b: &Block) -> bool {
         let limit = (u32::MAX - 1) as usize;
         self.rows.len() + b.rows.len() < limit
+            && self.labels.all.len() + b.labels.len() < LABEL_IDS
             && self.groups.len() + b.groups.len() < limit
             && self.arena.len() + b.arena.len() < limit
     }
@@ -279,10 +296,15 @@ impl Store {
                     let index = self.rows.len() as u32;
                     let label = labels[r.labels as usize];
                     let at = b.at[r0 as usize + k];
-                    let (buckets, bounds) = if at == NONE {
-                        (NONE, NONE)
+                    let buckets = if at == NONE {
+                        NONE
                     } else {
-                        (arena_base + at, bounds[r.bounds as usize])
+                        let o = (arena_base + at) as usize;
+                        if self.arena[o] == 0 {
+                            let id = bounds[r.bounds as usize];
+                            self.arena[o + 1..o + 5].copy_from_slice(&id.to_le_bytes());
+                        }
+                        arena_base + at
                     };
                     let flags = (u8::from(r.value.is_some()) * HAS_VALUE)
                         | (u8::from(r.count.is_some()) * HAS_COUNT)
@@ -293,10 +315,8 @@ impl Store {
                     self.rows.push(Row {
                         a: r.count.or(r.value).unwrap_or(0.0),
                         sum: r.sum.unwrap_or(0.0),
-                        labels: label,
+                        tagged: label | (u32::from(flags) << FLAGS_SHIFT),
                         buckets,
-                        bounds,
-                        flags,
                     });
                 }
                 let rows = (start, self.rows.len() as u32);
@@ -361,9 +381,9 @@ impl Store {
     /// A row's value (counters, gauges).
     pub fn value(&self, i: u32) -> Option<f64> {
         let r = &self.rows[i as usize];
-        if r.flags & HAS_VALUE == 0 {
+        if r.flags() & HAS_VALUE == 0 {
             None
-        } else if r.flags & HAS_COUNT != 0 {
+        } else if r.flags() & HAS_COUNT != 0 {
             self.values_too.get(&i).copied()
         } else {
             Some(r.a)
@@ -373,19 +393,19 @@ impl Store {
     /// A row's count (histograms).
     pub fn count(&self, i: u32) -> Option<f64> {
         let r = &self.rows[i as usize];
-        (r.flags & HAS_COUNT != 0).then_some(r.a)
+        (r.flags() & HAS_COUNT != 0).then_some(r.a)
     }
 
     /// A row's sum (histograms).
     pub fn sum(&self, i: u32) -> Option<f64> {
         let r = &self.rows[i as usize];
-        (r.flags & HAS_SUM != 0).then_some(r.sum)
+        (r.flags() & HAS_SUM != 0).then_some(r.sum)
     }
 
     /// A row's cumulative quantity: the count, else the value.
     pub fn cumulative(&self, i: u32) -> Option<f64> {
         let r = &self.rows[i as usize];
-        (r.flags & (HAS_COUNT | HAS_VALUE) != 0).then_some(r.a)
+        (r.flags() & (HAS_COUNT | HAS_VALUE) != 0).then_some(r.a)
     }
 
     /// A row's buckets, `(le, cumulative count)` (`le` `None` where the
@@ -395,7 +415,7 @@ impl Store {
         if r.buckets == NONE {
             return None;
         }
-        let les = &self.bounds[r.bounds as usize];
+        let les = &self.bounds[self.bounds_of(i) as usize];
         let counts = self.decode(i, les.len());
         Some(les.iter().copied().zip(counts).collect())
     }
@@ -412,30 +432,48 @@ impl Store {
         if r.buckets == NONE {
             return None;
         }
-        let les = &self.bounds[r.bounds as usize];
         let a = &self.arena;
         let mut at = r.buckets as usize;
-        let counts = if a[at] == 1 {
+        let (bounds, counts) = if a[at] == 1 {
             at += 1;
             let back = u32::from_le_bytes(a[at..at + 4].try_into().unwrap_or_default());
             at += 4;
-            let mut counts = match cache.0.remove(&(i - back)) {
-                Some(c) if c.len() == les.len() => c,
-                _ => self.decode(i - back, les.len()),
+            let (bounds, mut counts) = match cache.0.remove(&(i - back)) {
+                Some(c) => c,
+                None => {
+                    let bounds = self.bounds_of(i);
+                    let n = self.bounds[bounds as usize].len();
+                    (bounds, self.decode(i - back, n))
+                }
             };
             for c in counts.iter_mut() {
                 *c += get_varint(a, &mut at) as f64;
             }
-            counts
+            (bounds, counts)
         } else {
-            self.decode(i, les.len())
+            let bounds = self.bounds_of(i);
+            (bounds, self.decode(i, self.bounds[bounds as usize].len()))
         };
         if cache.0.len() > 4096 {
             cache.0.clear();
         }
         let slot = cache.0.entry(i).or_default();
-        *slot = counts;
-        Some((les, slot))
+        *slot = (bounds, counts);
+        Some((&self.bounds[bounds as usize], &slot.1))
+    }
+
+    /// The bounds' id of row `i`'s buckets: its whole row's (a change
+    /// keeps its row's bounds).
+    fn bounds_of(&self, mut i: u32) -> u32 {
+        let a = &self.arena;
+        loop {
+            let at = self.rows[i as usize].buckets as usize;
+            let word = u32::from_le_bytes(a[at + 1..at + 5].try_into().unwrap_or_default());
+            if a[at] == 0 {
+                return word;
+            }
+            i -= word;
+        }
     }
 
     /// Row `i`'s `n` bucket counts.
@@ -445,6 +483,7 @@ impl Store {
         let tag = a[at];
         at += 1;
         if tag == 0 {
+            at += 4;
             return (0..n)
                 .map(|k| {
                     let b: [u8; 8] = a[at + 8 * k..at + 8 * k + 8].try_into().unwrap_or_default();
