@@ -117,55 +117,57 @@ pub fn cumulative(
     let first = ordered
         .iter()
         .position(|(s, _)| scrapes.samples_of(s, ids).is_some());
-    ordered
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, (s, t))| {
-            if first.is_some_and(|f| i < f) {
-                return Some(Point {
-                    t,
-                    line: s.line,
-                    count: 0.0,
-                    sum: Some(0.0),
-                    buckets: Buckets::default(),
-                });
-            }
-            let ss = scrapes.samples_of(s, ids)?;
-            let mut p = Point {
+    let mut points = Vec::with_capacity(ordered.len());
+    points.extend(ordered.into_iter().enumerate().filter_map(|(i, (s, t))| {
+        if first.is_some_and(|f| i < f) {
+            return Some(Point {
                 t,
                 line: s.line,
                 count: 0.0,
                 sum: Some(0.0),
                 buckets: Buckets::default(),
-            };
-            for x in ss {
-                // Whether to keep a label set, decided once per set id.
-                let id = x.labels_id();
-                let kept = match memo.iter().find(|(i, _)| *i == id) {
-                    Some(&(_, k)) => k,
-                    None => {
-                        let k = keep(x.labels());
-                        memo.push((id, k));
-                        k
-                    }
-                };
-                if !kept {
-                    continue;
+            });
+        }
+        let ss = scrapes.samples_of(s, ids)?;
+        let mut p = Point {
+            t,
+            line: s.line,
+            count: 0.0,
+            sum: Some(0.0),
+            buckets: Buckets::default(),
+        };
+        for x in ss {
+            // Whether to keep a label set, decided once per set id.
+            let id = x.labels_id();
+            let kept = match memo.iter().find(|(i, _)| *i == id) {
+                Some(&(_, k)) => k,
+                None => {
+                    let k = keep(x.labels());
+                    memo.push((id, k));
+                    k
                 }
-                p.count += x.cumulative()?;
-                p.sum = match (p.sum, x.sum()) {
-                    (Some(a), Some(b)) => Some(a + b),
-                    _ => None,
-                };
-                if let Some((les, counts)) = x.buckets_in_order(&mut cache) {
-                    for (le, c) in les.iter().zip(counts) {
-                        p.buckets.add((*le)?, *c);
-                    }
+            };
+            if !kept {
+                continue;
+            }
+            p.count += x.cumulative()?;
+            p.sum = match (p.sum, x.sum()) {
+                (Some(a), Some(b)) => Some(a + b),
+                _ => None,
+            };
+            if let Some((les, counts)) = x.buckets_in_order(&mut cache) {
+                // Sized once, not grown a bucket at a time.
+                if p.buckets.0.is_empty() {
+                    p.buckets.0.reserve_exact(les.len());
+                }
+                for (le, c) in les.iter().zip(counts) {
+                    p.buckets.add((*le)?, *c);
                 }
             }
-            Some(p)
-        })
-        .collect()
+        }
+        Some(p)
+    }));
+    points
 }
 
 /// The first scrape must predate every request, or the increments before
