@@ -296,8 +296,9 @@ impl ScrapesRead {
     }
 }
 
-/// How many cumulative series go down along an order: those the export
-/// types as counters or histograms, or (without types) histograms.
+/// How many cumulative series go down from the first scrape of each pair
+/// to the second: those the export types as counters or histograms, or
+/// (without types) histograms.
 fn drops<'s>(read: &ScrapesRead, pairs: impl Iterator<Item = (&'s Scrape, &'s Scrape)>) -> usize {
     // Whether each family (by id) only grows, decided once per family; an
     // untyped export leaves it to each sample (histograms grow).
