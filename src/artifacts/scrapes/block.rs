@@ -46,7 +46,7 @@ pub struct LineScrape {
 }
 
 /// One sample of a block.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LineRow {
     /// Label set (block id).
     pub labels: u32,
@@ -114,16 +114,49 @@ pub struct Block {
     pub at: Vec<u32>,
     /// Lines that could not be read.
     pub problems: Vec<Problem>,
+    /// Lines of this chunk read by the grammar (no shape fitted them).
+    pub scanned: u64,
     /// Line shapes learnt ([`super::scan`]).
     pub shapes: Vec<Shape>,
     /// The numbers of the line being scanned.
     pub slots: Vec<Slot>,
-    /// Scratch of the shapes' diff.
-    pub moved: Vec<(u32, u32)>,
+    /// Scratch of the shapes' diff: the slots whose number changed, with
+    /// their new length and value.
+    pub changes: Vec<Change>,
+    /// The file's ids of the block's names (kept with them).
+    pub to_file: ToFile,
     /// Rows and counts before the line being scanned.
     pub line_rows: usize,
     /// See `line_rows`.
     pub line_counts: usize,
+}
+
+/// A number of a shape that changed in a line ([`super::scan`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Change {
+    /// The slot.
+    pub slot: u32,
+    /// Its new length.
+    pub len: u32,
+    /// Its value (`u64`s as they are, `f64`s as bits; 0 when dropped).
+    pub value: u64,
+}
+
+/// Interned label sets plus series a block keeps from chunk to chunk.
+pub const KEPT_NAMES: usize = 1 << 16;
+
+/// The file's ids of a block's interned names, by block id: filled by the
+/// merge as the block names new ones.
+#[derive(Debug, Default)]
+pub struct ToFile {
+    /// Endpoints.
+    pub endpoints: Vec<u32>,
+    /// Families.
+    pub families: Vec<u32>,
+    /// Label sets.
+    pub labels: Vec<u32>,
+    /// Bucket bounds.
+    pub bounds: Vec<u32>,
 }
 
 /// Where a block stood before a line: what to cut back to when the scanner
@@ -131,10 +164,30 @@ pub struct Block {
 pub struct Mark(usize, usize, usize);
 
 impl Block {
-    /// Empties the block for the next chunk, keeping its allocations.
+    /// Empties the block for the next chunk, keeping its allocations, its
+    /// interned names (their ids stay the block's, so the shapes it learnt
+    /// still read the next chunk's lines) and what the merge mapped them to;
+    /// all of it goes once the names pass [`KEPT_NAMES`] (bounded memory
+    /// on a file of ever new label sets).
     pub fn reset(&mut self) {
+        if self.labels.len() + self.series_ids.len() > KEPT_NAMES {
+            self.forget();
+        }
         self.lines = 0;
         self.bytes = 0;
+        self.scrapes.clear();
+        self.groups.clear();
+        self.rows.clear();
+        self.counts.clear();
+        self.arena.clear();
+        self.at.clear();
+        self.problems.clear();
+        self.slots.clear();
+        self.scanned = 0;
+    }
+
+    /// Forgets the interned names, the shapes and the merge's map.
+    fn forget(&mut self) {
         self.endpoints.clear();
         self.endpoint_ids.clear();
         self.families.clear();
@@ -145,15 +198,8 @@ impl Block {
         self.bounds_ids.clear();
         self.last_bounds.clear();
         self.series_ids.clear();
-        self.scrapes.clear();
-        self.groups.clear();
-        self.rows.clear();
-        self.counts.clear();
-        self.arena.clear();
-        self.at.clear();
-        self.problems.clear();
         self.shapes.clear();
-        self.slots.clear();
+        self.to_file = ToFile::default();
     }
 
     /// Where the block stands.
@@ -296,21 +342,40 @@ pub struct Slot {
     pub index: u32,
 }
 
+/// A number of a shape: the bytes before it since the number before
+/// (the same in every line that fits the shape), its length (in the line
+/// the shape holds) and where it goes.
+#[derive(Debug, Clone, Copy)]
+pub struct ShapeSlot {
+    /// Bytes between the end of the number before (or the line's start)
+    /// and this one.
+    pub gap: u32,
+    /// Its length.
+    pub len: u32,
+    /// Where it goes.
+    pub kind: Kind,
+    /// Which row or count of the line.
+    pub index: u32,
+}
+
 /// A line read by the scanner, as a template for lines like it.
 #[derive(Debug, Default)]
 pub struct Shape {
     /// The line's text (the bytes between its numbers are compared).
     pub text: Vec<u8>,
-    /// Its numbers.
-    pub slots: Vec<Slot>,
-    /// Their values (`u64`s as they are, `f64`s as bits).
-    pub values: Vec<u64>,
+    /// Its numbers, in line order.
+    pub slots: Vec<ShapeSlot>,
     /// Endpoint (block id).
     pub endpoint: u32,
+    /// The line's `timestamp_ns`.
+    pub ts: u64,
+    /// Its `request_sent_ns`.
+    pub sent: Option<u64>,
     /// (family, first row, end row), rows counted in the line.
     pub groups: Vec<(u32, u32, u32)>,
-    /// Rows, counts ranges counted in the line.
+    /// Rows as the line reads (values included), counts ranges counted in
+    /// the line.
     pub rows: Vec<LineRow>,
-    /// Bucket counts of the line.
-    pub counts: u32,
+    /// The line's bucket counts.
+    pub counts: Vec<f64>,
 }

@@ -15,55 +15,67 @@
 //! reads to the same rows with its own numbers: a comparison of the bytes
 //! and a number scan per number, instead of a walk of the grammar.
 
-use super::block::{Block, Interest, Kind, Labels, LineRow, LineScrape, Shape, Slot, NONE};
+use super::block::{
+    Block, Change, Interest, Kind, Labels, LineRow, LineScrape, Shape, ShapeSlot, Slot, NONE,
+};
 use crate::artifacts::cursor::Cursor;
 
 /// Shapes a block keeps (most recently used first): one per endpoint of
 /// a usual deployment.
 const SHAPES: usize = 8;
 
-/// Reads `line` through a shape a line before it had, if one fits; the
-/// shape then holds this line (the next line of the endpoint differs from
-/// it least).
-pub fn read_shaped(line: &str, no: u64, block: &mut Block) -> Option<()> {
-    let at = (0..block.shapes.len()).find(|k| {
-        let t = &block.shapes[*k].text;
-        let first = block.shapes[*k]
-            .slots
-            .first()
-            .map_or(t.len(), |s| s.start as usize);
-        line.as_bytes().get(..first) == t.get(..first)
-    })?;
-    if at > 0 {
-        let s = block.shapes.remove(at);
-        block.shapes.insert(0, s);
+/// Reads `line` through a shape a line before it had, if one fits (the
+/// endpoint's shapes tried most recently used first: a run's scrapes can
+/// alternate between structures, a phase tag or a family that comes and
+/// goes); the shape then holds this line (the next line of the endpoint
+/// differs from it least).
+pub fn read_shaped(line: &[u8], no: u64, block: &mut Block) -> Option<()> {
+    let mut tried = 0;
+    while tried < block.shapes.len() {
+        let at = (tried..block.shapes.len()).find(|k| {
+            let t = &block.shapes[*k].text;
+            let first = block.shapes[*k]
+                .slots
+                .first()
+                .map_or(t.len(), |s| s.gap as usize);
+            line.get(..first) == t.get(..first)
+        })?;
+        tried = at + 1;
+        let mut shape = std::mem::take(&mut block.shapes[at]);
+        if diff(&shape, line, &mut block.changes).is_some() {
+            commit(&mut shape, line, &block.changes);
+            fill(&shape, no, block);
+            block.shapes.remove(at);
+            block.shapes.insert(0, shape);
+            return Some(());
+        }
+        block.shapes[at] = shape;
     }
-    let mut shape = std::mem::take(&mut block.shapes[0]);
-    let (rows, counts, groups) = (block.rows.len(), block.counts.len(), block.groups.len());
-    if diff(&mut shape, line, &mut block.moved).is_none() {
-        // Half brought up to date: of no further use.
-        block.shapes.remove(0);
-        return None;
-    }
-    fill(&shape, no, block);
-    debug_assert!(block.rows.len() >= rows && block.counts.len() >= counts);
-    let _ = groups;
-    block.shapes[0] = shape;
-    Some(())
+    None
 }
 
 /// How many leading bytes `a` and `b` share, eight at a time.
 #[inline(always)]
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
+    let w = |s: &[u8], k: usize| u64::from_le_bytes(s[k..k + 8].try_into().unwrap_or_default());
     let mut i = 0;
     while i + 8 <= n {
-        let x = u64::from_le_bytes(a[i..i + 8].try_into().unwrap_or_default())
-            ^ u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
+        let x = w(a, i) ^ w(b, i);
         if x != 0 {
             return i + (x.trailing_zeros() / 8) as usize;
         }
         i += 8;
+        // A long shared stretch: 32 bytes a step.
+        while i + 32 <= n
+            && ((w(a, i) ^ w(b, i))
+                | (w(a, i + 8) ^ w(b, i + 8))
+                | (w(a, i + 16) ^ w(b, i + 16))
+                | (w(a, i + 24) ^ w(b, i + 24)))
+                == 0
+        {
+            i += 32;
+        }
     }
     while i < n && a[i] == b[i] {
         i += 1;
@@ -71,83 +83,146 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     i
 }
 
-/// Brings `shape` up to `line`: the stretches the two share are skipped
-/// whole (their numbers are the same text, so the same values); where they
-/// differ, the difference must be in a number, which is read. `None` when
-/// they differ elsewhere (another structure) or a number does not read.
-/// `moved` is scratch for the slots' new extents.
-fn diff(shape: &mut Shape, line: &str, moved: &mut Vec<(u32, u32)>) -> Option<()> {
-    let (new, old) = (line.as_bytes(), &shape.text[..]);
-    let (mut p, mut q, mut k) = (0usize, 0usize, 0usize);
-    let n = shape.slots.len();
-    moved.clear();
+/// Compares `line` with the line `shape` holds: the stretches the two
+/// share are skipped whole (their numbers are the same text, so the same
+/// values); where they differ, the difference must be in a number, which is
+/// read. `None` when they differ elsewhere (another structure) or a number
+/// does not read; the shape is not changed either way. `changes` gets the
+/// slots whose number changed, with their new length and value (a dropped
+/// number is validated, not valued).
+fn diff(shape: &Shape, line: &[u8], changes: &mut Vec<Change>) -> Option<()> {
+    let (new, old) = (line, &shape.text[..]);
+    // p, q: where the comparison stands in the new and the old line; k:
+    // the next slot, which starts at `at` in the old line plus its gap.
+    let (mut p, mut q, mut k, mut at) = (0usize, 0usize, 0usize, 0usize);
+    let slots = &shape.slots[..];
+    let mut last = Last::default();
+    changes.clear();
     loop {
         let l = common_prefix(&new[p..], &old[q..]);
         let (pe, qe) = (p + l, q + l);
-        // Numbers wholly inside the shared stretch, the byte after each
-        // shared too: unchanged, moved by the same offset.
-        while k < n && (shape.slots[k].end as usize) < qe {
-            let sl = &shape.slots[k];
-            moved.push((
-                (sl.start as usize + p - q) as u32,
-                (sl.end as usize + p - q) as u32,
-            ));
-            k += 1;
-        }
         if qe == old.len() && pe == new.len() {
             break;
         }
+        // Numbers wholly inside the shared stretch, the byte after each
+        // shared too: unchanged.
+        let mut sl = *slots.get(k)?;
+        while at + ((sl.gap + sl.len) as usize) < qe {
+            at += (sl.gap + sl.len) as usize;
+            k += 1;
+            sl = *slots.get(k)?;
+        }
         // The first difference: inside (or just after) slot k's number.
-        let sl = *shape.slots.get(k)?;
-        if (sl.start as usize) > qe {
+        let start_old = at + sl.gap as usize;
+        if start_old > qe {
             return None;
         }
-        let start = p + (sl.start as usize - q);
-        let mut c = Cursor::new(line);
-        c.i = start;
-        shape.values[k] = match sl.kind {
-            Kind::Time | Kind::Sent => c.u64()?,
-            _ => number(&mut c)?.to_bits(),
+        let start = p + (start_old - q);
+        let mut end = start;
+        let value = match sl.kind {
+            Kind::Time | Kind::Sent => u64_at(new, &mut end)?,
+            Kind::Dropped => skip_number_at(new, &mut end).map(|()| 0)?,
+            _ => match last.same(new, start) {
+                // The same text as the number read before (a histogram's
+                // upper buckets all hold its count): the same value.
+                Some(len) => {
+                    end = start + len;
+                    last.value
+                }
+                None => {
+                    let v = number_at(new, &mut end)?.to_bits();
+                    last = Last::of(new, start, end, v);
+                    v
+                }
+            },
         };
-        moved.push((start as u32, c.i as u32));
-        p = c.i;
-        q = sl.end as usize;
+        changes.push(Change {
+            slot: k as u32,
+            len: (end - start) as u32,
+            value,
+        });
+        p = end;
+        at = start_old + sl.len as usize;
+        q = at;
         k += 1;
     }
-    if k != n {
-        return None;
+    // Every slot left lies in the shared tail.
+    Some(())
+}
+
+/// The last number [`diff`] read: its text (up to eight bytes) and value.
+#[derive(Default)]
+struct Last {
+    /// Its bytes, little-endian, the rest zero.
+    word: u64,
+    /// How many (0: none kept).
+    len: usize,
+    value: u64,
+}
+
+impl Last {
+    /// The number of `line` from `start` to `end`, valued `value`.
+    #[inline(always)]
+    fn of(line: &[u8], start: usize, end: usize, value: u64) -> Last {
+        let len = end - start;
+        if len == 0 || len > 8 {
+            return Last::default();
+        }
+        let mut b = [0u8; 8];
+        b[..len].copy_from_slice(&line[start..end]);
+        Last {
+            word: u64::from_le_bytes(b),
+            len,
+            value,
+        }
     }
-    for (sl, &(a, b)) in shape.slots.iter_mut().zip(moved.iter()) {
-        sl.start = a;
-        sl.end = b;
+
+    /// The length of the number at `start` if it is this one's text
+    /// followed by a byte no number goes on with.
+    #[inline(always)]
+    fn same(&self, line: &[u8], start: usize) -> Option<usize> {
+        let len = self.len;
+        let w = u64::from_le_bytes(line.get(start..start + 8)?.try_into().ok()?);
+        let mask = if len == 8 {
+            u64::MAX
+        } else {
+            (1u64 << (8 * len)) - 1
+        };
+        let after = *line.get(start + len)?;
+        let ends = !matches!(after, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-');
+        (len > 0 && w & mask == self.word && ends).then_some(len)
+    }
+}
+
+/// Brings `shape` up to `line`, which [`diff`] found to fit it.
+fn commit(shape: &mut Shape, line: &[u8], changes: &[Change]) {
+    for ch in changes {
+        let sl = &mut shape.slots[ch.slot as usize];
+        sl.len = ch.len;
+        let (i, v) = (sl.index as usize, ch.value);
+        let f = f64::from_bits(v);
+        match sl.kind {
+            Kind::Time => shape.ts = v,
+            Kind::Sent => shape.sent = Some(v),
+            Kind::Value => shape.rows[i].value = Some(f),
+            Kind::Count => shape.rows[i].count = Some(f),
+            Kind::Sum => shape.rows[i].sum = Some(f),
+            Kind::Bucket => shape.counts[i] = f,
+            Kind::Dropped => {}
+        }
     }
     shape.text.clear();
-    shape.text.extend_from_slice(new);
-    Some(())
+    shape.text.extend_from_slice(line);
 }
 
 /// Adds the scrape `shape` now holds, as line `no`.
 fn fill(shape: &Shape, no: u64, block: &mut Block) {
     let (row0, count0, group0) = (block.rows.len(), block.counts.len(), block.groups.len());
-    let (mut ts, mut sent) = (0u64, None);
-    block.counts.resize(count0 + shape.counts as usize, 0.0);
+    block.counts.extend_from_slice(&shape.counts);
     block.rows.extend(shape.rows.iter().map(|r| LineRow {
         counts: rebase(r, count0 as u32, true),
-        ..r.clone()
+        ..*r
     }));
-    for (slot, &v) in shape.slots.iter().zip(&shape.values) {
-        let i = slot.index as usize;
-        let f = f64::from_bits(v);
-        match slot.kind {
-            Kind::Time => ts = v,
-            Kind::Sent => sent = Some(v),
-            Kind::Value => block.rows[row0 + i].value = Some(f),
-            Kind::Count => block.rows[row0 + i].count = Some(f),
-            Kind::Sum => block.rows[row0 + i].sum = Some(f),
-            Kind::Bucket => block.counts[count0 + i] = f,
-            Kind::Dropped => {}
-        }
-    }
     block.groups.extend(
         shape
             .groups
@@ -157,8 +232,8 @@ fn fill(shape: &Shape, no: u64, block: &mut Block) {
     block.scrapes.push(LineScrape {
         line: no,
         endpoint: shape.endpoint,
-        timestamp_ns: ts,
-        request_sent_ns: sent,
+        timestamp_ns: shape.ts,
+        request_sent_ns: shape.sent,
         groups: (group0 as u32, block.groups.len() as u32),
     });
 }
@@ -174,29 +249,32 @@ fn rebase(r: &LineRow, by: u32, up: bool) -> (u32, u32) {
 }
 
 /// Keeps the line just read by the scanner (the block's last scrape) as a
-/// shape.
+/// shape: its text, where its numbers are, and what it read to.
 fn learn(line: &str, block: &mut Block, rows: usize, counts: usize, groups: usize) {
     let Some(s) = block.scrapes.last() else {
         return;
     };
-    let slots = std::mem::take(&mut block.slots);
-    // Each number read again (once per shape): what an unchanged one is.
-    let mut values = Vec::with_capacity(slots.len());
-    for sl in &slots {
-        let mut c = Cursor::new(line);
-        c.i = sl.start as usize;
-        let v = match sl.kind {
-            Kind::Time | Kind::Sent => c.u64(),
-            _ => number(&mut c).map(f64::to_bits),
-        };
-        let Some(v) = v else { return };
-        values.push(v);
-    }
+    let mut end = 0;
+    let slots = block
+        .slots
+        .drain(..)
+        .map(|sl| {
+            let gap = sl.start - end;
+            end = sl.end;
+            ShapeSlot {
+                gap,
+                len: sl.end - sl.start,
+                kind: sl.kind,
+                index: sl.index,
+            }
+        })
+        .collect();
     let shape = Shape {
         text: line.as_bytes().to_vec(),
         slots,
-        values,
         endpoint: s.endpoint,
+        ts: s.timestamp_ns,
+        sent: s.request_sent_ns,
         groups: block.groups[groups..]
             .iter()
             .map(|&(f, a, b)| (f, a - rows as u32, b - rows as u32))
@@ -205,10 +283,10 @@ fn learn(line: &str, block: &mut Block, rows: usize, counts: usize, groups: usiz
             .iter()
             .map(|r| LineRow {
                 counts: rebase(r, counts as u32, false),
-                ..r.clone()
+                ..*r
             })
             .collect(),
-        counts: (block.counts.len() - counts) as u32,
+        counts: block.counts[counts..].to_vec(),
     };
     if block.shapes.len() >= SHAPES {
         block.shapes.pop();
@@ -228,12 +306,20 @@ fn note(c: &Cursor, block: &mut Block, start: usize, kind: Kind, index: usize) {
 
 /// Reads `line` (line number `no` of the block) into `block`; `None` when
 /// the scanner gives it up (the caller rewinds the block).
+#[cfg(test)]
 pub fn read_line(line: &str, no: u64, block: &mut Block, interest: &Interest) -> Option<()> {
-    if read_shaped(line, no, block).is_some() {
+    if read_shaped(line.as_bytes(), no, block).is_some() {
         return Some(());
     }
+    read_scanned(line, no, block, interest)
+}
+
+/// [`read_line`] by the grammar only (no shape fitted), the line then
+/// kept as a shape.
+pub fn read_scanned(line: &str, no: u64, block: &mut Block, interest: &Interest) -> Option<()> {
     let (rows, counts, groups) = (block.rows.len(), block.counts.len(), block.groups.len());
     block.slots.clear();
+    block.scanned += 1;
     scan_line(line, no, block, interest)?;
     if line.len() < u32::MAX as usize {
         learn(line, block, rows, counts, groups);
@@ -463,11 +549,58 @@ fn noted(
 /// serde's error.
 fn number(c: &mut Cursor) -> Option<f64> {
     c.ws();
-    if let Some(v) = short_decimal(c) {
+    number_at(c.b, &mut c.i)
+}
+
+/// [`number`] of the bytes of a line at `*at` (no whitespace before it),
+/// `*at` moved past it.
+#[inline(always)]
+fn number_at(b: &[u8], at: &mut usize) -> Option<f64> {
+    if let Some(v) = short_decimal(b, at) {
         return Some(v);
     }
-    let (text, _) = c.number()?;
-    text.parse().ok().filter(|v: &f64| v.is_finite())
+    let (text, end) = number_text(b, *at)?;
+    let v = text.parse().ok().filter(|v: &f64| v.is_finite())?;
+    *at = end;
+    Some(v)
+}
+
+/// The JSON number at `at` as text, and where it ends: the run of bytes
+/// a number is made of, held to the grammar by [`Cursor::number`].
+fn number_text(b: &[u8], at: usize) -> Option<(&str, usize)> {
+    let run = b[at..]
+        .iter()
+        .position(|c| !matches!(c, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-'))
+        .unwrap_or(b.len() - at);
+    // ASCII, so UTF-8.
+    let text = std::str::from_utf8(&b[at..at + run]).ok()?;
+    let mut c = Cursor::new(text);
+    let (number, _) = c.number()?;
+    Some((number, at + number.len()))
+}
+
+/// A `u64` written as plain digits at `*at` (as [`Cursor::u64`] reads
+/// it), `*at` moved past it.
+fn u64_at(b: &[u8], at: &mut usize) -> Option<u64> {
+    let (text, end) = number_text(b, *at)?;
+    let mut c = Cursor::new(text);
+    let v = c.u64()?;
+    *at = end;
+    Some(v)
+}
+
+/// A number of a family the checks do not read: validated as [`number`]
+/// validates it (serde reads it into an `f64`, so out of range is its
+/// error), its value not computed where it cannot be out of range.
+fn skip_number_at(b: &[u8], at: &mut usize) -> Option<()> {
+    if short_decimal(b, at).is_some() {
+        return Some(());
+    }
+    let (text, end) = number_text(b, *at)?;
+    // Without an exponent, under 300 digits is below f64::MAX.
+    let finite = text.len() < 300 && !text.bytes().any(|c| c == b'e' || c == b'E')
+        || text.parse().is_ok_and(|v: f64| v.is_finite());
+    finite.then(|| *at = end)
 }
 
 /// Powers of ten a double holds exactly.
@@ -475,19 +608,74 @@ const POW10: [f64; 16] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
 ];
 
+/// Up to seven ASCII digits at `i` (the eighth byte must be another
+/// character): their value and how many, eight bytes at once. `None` for
+/// no digit, eight or more, or fewer than eight bytes left.
+#[inline(always)]
+fn seven_digits(b: &[u8], i: usize) -> Option<(u64, usize)> {
+    use crate::artifacts::cursor::LO;
+    let w = u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?);
+    // High bit set in each byte that is not a digit (exact for the lowest).
+    let other =
+        (w.wrapping_add(LO * 0x46) | w.wrapping_sub(LO * 0x30)) & crate::artifacts::cursor::HI;
+    let n = (other.trailing_zeros() / 8) as usize;
+    if n == 0 || n == 8 {
+        return None;
+    }
+    // The digits' values in the top n bytes (the first digit lowest), zero
+    // bytes below them: leading zeros. A borrow of the bytes past the
+    // digits only moves up, and those bytes are shifted out.
+    let mut v = w.wrapping_sub(LO * 0x30) << (8 * (8 - n));
+    v = (v.wrapping_mul(10) + (v >> 8)) & 0x00FF_00FF_00FF_00FF;
+    v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_FFFF_0000_FFFF;
+    v = (v.wrapping_mul(10_000) + (v >> 32)) & 0xFFFF_FFFF;
+    Some((v, n))
+}
+
 /// `-?digits(.digits)?` of at most 15 digits, without an exponent, valued
 /// at the cursor (which moves past it): the digits as an integer below
 /// 2^53 and a power of ten are both exact, so their one division is the
 /// correctly rounded value, as `str::parse` gives (Clinger's fast path).
 /// `None`, the cursor unmoved, for any other number.
 #[inline(always)]
-fn short_decimal(c: &mut Cursor) -> Option<f64> {
-    let b = c.b;
-    let start = c.i;
-    let mut i = start;
-    let negative = b.get(i) == Some(&b'-');
-    i += usize::from(negative);
-    let first = i;
+fn short_decimal(b: &[u8], at: &mut usize) -> Option<f64> {
+    let start = *at;
+    let negative = b.get(start) == Some(&b'-');
+    let first = start + usize::from(negative);
+    // Usually both parts are under eight digits: read eight bytes at a time.
+    let fast = seven_digits(b, first).and_then(|(m, whole)| {
+        if b[first] == b'0' && whole > 1 {
+            return None;
+        }
+        let i = first + whole;
+        match b.get(i) {
+            Some(b'.') => {
+                let (f, frac) = seven_digits(b, i + 1)?;
+                let end = i + 1 + frac;
+                (!matches!(b.get(end), Some(b'e' | b'E'))).then_some((m, f, frac, end))
+            }
+            Some(b'e' | b'E') => None,
+            _ => Some((m, 0, 0, i)),
+        }
+    });
+    let (m, f, frac, end) = match fast {
+        Some(x) => x,
+        None => digit_by_digit(b, first)?,
+    };
+    *at = end;
+    let v = if f == 0 {
+        m as f64
+    } else {
+        (m * POW10[frac] as u64 + f) as f64 / POW10[frac]
+    };
+    Some(if negative { -v } else { v })
+}
+
+/// [`short_decimal`]'s digits read one at a time (longer parts, the end of
+/// the line): the integer part, the fraction's digits as an integer, how
+/// many, and where the number ends.
+fn digit_by_digit(b: &[u8], first: usize) -> Option<(u64, u64, usize, usize)> {
+    let mut i = first;
     let mut m: u64 = 0;
     while let Some(d @ b'0'..=b'9') = b.get(i) {
         m = m.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
@@ -514,11 +702,5 @@ fn short_decimal(c: &mut Cursor) -> Option<f64> {
     if whole + frac > 15 || matches!(b.get(i), Some(b'e' | b'E')) {
         return None;
     }
-    c.i = i;
-    let v = if f == 0 {
-        m as f64
-    } else {
-        (m * POW10[frac] as u64 + f) as f64 / POW10[frac]
-    };
-    Some(if negative { -v } else { v })
+    Some((m, f, frac, i))
 }

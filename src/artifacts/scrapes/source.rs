@@ -7,7 +7,7 @@ use std::io::Read;
 use crate::artifacts::records::MAX_LINE_BYTES;
 
 /// Bytes a block of lines aims at.
-pub const BLOCK_BYTES: usize = 2 << 20;
+pub const BLOCK_BYTES: usize = 1 << 20;
 
 /// Lines cut from the input: whole lines (the last one unterminated only
 /// at the end), or a line too long to keep, skipped.

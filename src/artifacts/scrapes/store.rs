@@ -249,7 +249,7 @@ impl Store {
     pub fn fits(&self, b: &Block) -> bool {
         let limit = (u32::MAX - 1) as usize;
         self.rows.len() + b.rows.len() < limit
-            && self.labels.all.len() + b.labels.len() < LABEL_IDS
+            && self.labels.all.len() + b.labels.len() - b.to_file.labels.len() < LABEL_IDS
             && self.groups.len() + b.groups.len() < limit
             && self.arena.len() + b.arena.len() < limit
     }
@@ -267,22 +267,27 @@ impl Store {
     /// Each scrape comes back with the file's endpoint id and its groups in
     /// the store (its line still the block's).
     pub fn merge(&mut self, b: &mut Block) -> Vec<LineScrape> {
-        let endpoints: Vec<u32> = b
-            .endpoints
-            .drain(..)
-            .map(|e| self.endpoints.id(e))
-            .collect();
-        let families: Vec<u32> = b.families.drain(..).map(|f| self.families.id(f)).collect();
-        let labels: Vec<u32> = b.labels.drain(..).map(|l| self.labels.id(l)).collect();
-        let bounds: Vec<u32> = (b.bounds.drain(..))
-            .map(|les| {
-                intern(&mut self.bounds_ids, les, |les| {
+        // The names the block learnt since its last merge get file ids.
+        let map = &mut b.to_file;
+        for e in &b.endpoints[map.endpoints.len()..] {
+            map.endpoints.push(self.endpoints.id(e.clone()));
+        }
+        for f in &b.families[map.families.len()..] {
+            map.families.push(self.families.id(f.clone()));
+        }
+        for l in &b.labels[map.labels.len()..] {
+            map.labels.push(self.labels.id(l.clone()));
+        }
+        for les in &b.bounds[map.bounds.len()..] {
+            map.bounds
+                .push(intern(&mut self.bounds_ids, les.clone(), |les| {
                     let values = les.iter().map(|le| crate::stats::le_value(le)).collect();
                     self.bounds.push(values);
                     self.bounds.len() - 1
-                })
-            })
-            .collect();
+                }));
+        }
+        let (endpoints, families, labels, bounds) =
+            (&map.endpoints, &map.families, &map.labels, &map.bounds);
         let arena_base = self.arena.len() as u32;
         self.arena.extend_from_slice(&b.arena);
         let mut out = Vec::with_capacity(b.scrapes.len());
