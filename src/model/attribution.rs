@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use serde::Serialize;
 
 use crate::artifacts::records::{Phase, Record};
-use crate::artifacts::scrapes::ScrapesRead;
+use crate::artifacts::scrapes::{Scrape, ScrapesRead, SeriesCursor};
 use crate::frameworks::ObservedAt;
 use crate::stats::{le_text, Percentiles};
 
@@ -41,8 +41,8 @@ closed_set! {
 }
 
 /// One scrape of a cumulative series: its time, the summed count (a
-/// histogram's `_count`, a counter's value), the summed sum (histograms) and
-/// buckets.
+/// histogram's `_count`, a counter's value) and the summed sum
+/// (histograms); its buckets are in the [`Points`] it belongs to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
     /// Scrape time (ns).
@@ -53,35 +53,6 @@ pub struct Point {
     pub count: f64,
     /// Cumulative sum (histograms; `None` for counters).
     pub sum: Option<f64>,
-    buckets: Buckets,
-}
-
-/// A point's buckets: `(le, count)` in the order of `le`'s bits (bits of
-/// non-negative floats order as their values), summed over series. A
-/// sorted vector: the series of one family share their bounds, so adding
-/// is mostly appending, and a point holds no tree of its own.
-#[derive(Debug, Clone, Default, PartialEq)]
-struct Buckets(Vec<(f64, f64)>);
-
-impl Buckets {
-    fn add(&mut self, le: f64, c: f64) {
-        let key = le_key(le);
-        match self.0.binary_search_by_key(&key, |x| le_key(x.0)) {
-            Ok(i) => self.0[i].1 += c,
-            Err(i) => self.0.insert(i, (le, c)),
-        }
-    }
-
-    fn get(&self, le: f64) -> Option<f64> {
-        let key = le_key(le);
-        let i = self.0.binary_search_by_key(&key, |x| le_key(x.0)).ok()?;
-        Some(self.0[i].1)
-    }
-
-    /// `(le, count)` in `le` order.
-    fn values(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
-        self.0.iter().copied()
-    }
 }
 
 impl Point {
@@ -91,9 +62,81 @@ impl Point {
     }
 }
 
+/// A family's points on one endpoint ([`cumulative`]), with their buckets:
+/// one row of counts per point over the bounds any point has (in the order
+/// of `le`'s bits: bits of non-negative floats order as their values),
+/// `NaN` where a point has no such bucket. The series of a family share
+/// their bounds, so a row is the sum of its series' counts and a point
+/// allocates nothing of its own.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Points {
+    pts: Vec<Point>,
+    les: Vec<f64>,
+    counts: Vec<f64>,
+}
+
+impl std::ops::Deref for Points {
+    type Target = [Point];
+    fn deref(&self) -> &[Point] {
+        &self.pts
+    }
+}
+
+impl Points {
+    /// Point `i`'s counts, one per bound.
+    fn row(&self, i: usize) -> &[f64] {
+        let w = self.les.len();
+        &self.counts[i * w..(i + 1) * w]
+    }
+
+    /// Point `i`'s buckets, `(le, count)` in `le` order.
+    fn buckets(&self, i: usize) -> impl Iterator<Item = (f64, f64)> + '_ {
+        (self.les.iter().copied())
+            .zip(self.row(i).iter().copied())
+            .filter(|(_, c)| !c.is_nan())
+    }
+
+    /// Bound `le`'s column, added (every row `NaN` there) if new.
+    fn column(&mut self, le: f64) -> usize {
+        let key = le_key(le);
+        match self.les.binary_search_by_key(&key, |x| le_key(*x)) {
+            Ok(j) => j,
+            Err(j) => {
+                // Every row (one per point) gets the new column.
+                let w = self.les.len();
+                let mut counts = Vec::with_capacity(self.pts.len() * (w + 1));
+                for r in 0..self.pts.len() {
+                    let row = &self.counts[r * w..(r + 1) * w];
+                    counts.extend_from_slice(&row[..j]);
+                    counts.push(f64::NAN);
+                    counts.extend_from_slice(&row[j..]);
+                }
+                self.counts = counts;
+                self.les.insert(j, le);
+                j
+            }
+        }
+    }
+}
+
 fn le_key(le: f64) -> u64 {
     // Order-preserving for non-negative floats (bucket bounds are >= 0).
     le.to_bits()
+}
+
+/// The index of `id` in `v` (tried first at `hint`, where it usually is),
+/// added with `make` if absent.
+fn slot<T>(v: &mut Vec<(u32, T)>, hint: usize, id: u32, make: impl FnOnce() -> T) -> usize {
+    if v.get(hint).is_some_and(|x| x.0 == id) {
+        return hint;
+    }
+    match v.iter().position(|x| x.0 == id) {
+        Some(k) => k,
+        None => {
+            v.push((id, make()));
+            v.len() - 1
+        }
+    }
 }
 
 /// The cumulative series of `family` (with or without `_total`) on
@@ -107,67 +150,85 @@ pub fn cumulative(
     endpoint: &str,
     family: &str,
     keep: impl Fn(&BTreeMap<String, String>) -> bool,
-) -> Vec<Point> {
+) -> Points {
     let ordered = scrapes.of_endpoint(endpoint);
-    let mut cache = crate::artifacts::scrapes::BucketCache::default();
     let ids = scrapes.family(family);
+    // Per label set: whether it is kept, decided once; where its buckets
+    // stand (the last row decoded).
     let mut memo: Vec<(u32, bool)> = Vec::new();
+    let mut cursors: Vec<(u32, SeriesCursor)> = Vec::new();
+    // The bounds of the last series added, and their columns.
+    let (mut last_les, mut columns): (Vec<Option<f64>>, Vec<usize>) = Default::default();
     // Before the family's first appearance on the endpoint it had no series
     // yet (a labelled series exists from its first observation on): 0.
     let first = ordered
         .iter()
         .position(|(s, _)| scrapes.samples_of(s, ids).is_some());
-    let mut points = Vec::with_capacity(ordered.len());
-    points.extend(ordered.into_iter().enumerate().filter_map(|(i, (s, t))| {
+    let mut out = Points {
+        pts: Vec::with_capacity(ordered.len()),
+        ..Points::default()
+    };
+    let zero = |s: &Scrape, t: u64| Point {
+        t,
+        line: s.line,
+        count: 0.0,
+        sum: Some(0.0),
+    };
+    for (i, (s, t)) in ordered.into_iter().enumerate() {
+        let w = out.les.len();
         if first.is_some_and(|f| i < f) {
-            return Some(Point {
-                t,
-                line: s.line,
-                count: 0.0,
-                sum: Some(0.0),
-                buckets: Buckets::default(),
-            });
+            out.pts.push(zero(s, t));
+            out.counts.resize(out.counts.len() + w, f64::NAN);
+            continue;
         }
-        let ss = scrapes.samples_of(s, ids)?;
-        let mut p = Point {
-            t,
-            line: s.line,
-            count: 0.0,
-            sum: Some(0.0),
-            buckets: Buckets::default(),
+        let Some(ss) = scrapes.samples_of(s, ids) else {
+            continue;
         };
-        for x in ss {
-            // Whether to keep a label set, decided once per set id.
+        // The point's row, appended now and cut back if the point is left out.
+        let (at, mark) = (out.pts.len(), out.counts.len());
+        out.pts.push(zero(s, t));
+        out.counts.resize(mark + w, f64::NAN);
+        let mut complete = true;
+        for (k, x) in ss.enumerate() {
             let id = x.labels_id();
-            let kept = match memo.iter().find(|(i, _)| *i == id) {
-                Some(&(_, k)) => k,
-                None => {
-                    let k = keep(x.labels());
-                    memo.push((id, k));
-                    k
-                }
-            };
-            if !kept {
+            let m = slot(&mut memo, k, id, || keep(x.labels()));
+            if !memo[m].1 {
                 continue;
             }
-            p.count += x.cumulative()?;
+            let Some(v) = x.cumulative() else {
+                complete = false;
+                break;
+            };
+            let p = &mut out.pts[at];
+            p.count += v;
             p.sum = match (p.sum, x.sum()) {
                 (Some(a), Some(b)) => Some(a + b),
                 _ => None,
             };
-            if let Some((les, counts)) = x.buckets_in_order(&mut cache) {
-                // Sized once, not grown a bucket at a time.
-                if p.buckets.0.is_empty() {
-                    p.buckets.0.reserve_exact(les.len());
-                }
-                for (le, c) in les.iter().zip(counts) {
-                    p.buckets.add((*le)?, *c);
-                }
+            let c = slot(&mut cursors, k, id, SeriesCursor::default);
+            let Some((les, counts)) = x.buckets_after(&mut cursors[c].1) else {
+                continue;
+            };
+            if les.iter().any(Option::is_none) {
+                complete = false;
+                break;
+            }
+            if last_les.as_slice() != les {
+                last_les = les.to_vec();
+                columns = les.iter().flatten().map(|le| out.column(*le)).collect();
+            }
+            let w = out.les.len();
+            let row = &mut out.counts[at * w..(at + 1) * w];
+            for (&j, &n) in columns.iter().zip(counts) {
+                row[j] = if row[j].is_nan() { n } else { row[j] + n };
             }
         }
-        Some(p)
-    }));
-    points
+        if !complete {
+            out.pts.truncate(at);
+            out.counts.truncate(at * out.les.len());
+        }
+    }
+    out
 }
 
 /// The first scrape must predate every request, or the increments before
@@ -418,7 +479,7 @@ struct Increment {
 /// passed over, are uncertain, and the phase sums become bounds built from
 /// the bucket ranges of the uncertain increments.
 pub fn by_observation(
-    pts: &[Point],
+    pts: &Points,
     first_start: Option<u64>,
     cands: &[Candidate],
     slack: u64,
@@ -438,7 +499,7 @@ pub fn by_observation(
     // hand-edited `count: 1e300` both reach here). Past the budget the split
     // cannot be told per observation.
     let budget = increment_budget(cands.len());
-    for w in pts.windows(2) {
+    for (ia, w) in pts.windows(2).enumerate() {
         let (a, b) = (&w[0], &w[1]);
         let dc = b.count - a.count;
         if dc < -0.5 {
@@ -471,15 +532,23 @@ pub fn by_observation(
                 .count() as u64;
         }
         let uncertain = |i: Option<usize>| ambiguous || i.is_some_and(|i| i < floating);
-        push_increments(&mut increments, (a, b, k, dsum), &chosen, cands, uncertain);
+        let ranges = increment_ranges(pts, ia, k, dsum);
+        push_increments(
+            &mut increments,
+            ranges,
+            dsum / k as f64,
+            &chosen,
+            cands,
+            uncertain,
+        );
     }
     let split = Split {
         increments: &increments,
         is_hist,
-        les: pts
-            .last()
-            .map(|p| p.buckets.values().map(|x| x.0).collect())
-            .unwrap_or_default(),
+        les: match pts.len() {
+            0 => Vec::new(),
+            n => pts.buckets(n - 1).map(|x| x.0).collect(),
+        },
         incomplete: unattributed > 0 || pending.len() + (cands.len() - next) > 0,
     };
     let finish = |phase| split.phase(phase);
@@ -496,19 +565,19 @@ pub fn by_observation(
 /// phases' requests.
 fn push_increments(
     increments: &mut Vec<Increment>,
-    (a, b, k, dsum): (&Point, &Point, usize, f64),
+    ranges: Vec<(f64, f64, Option<f64>)>,
+    point: f64,
     chosen: &[usize],
     cands: &[Candidate],
     uncertain: impl Fn(Option<usize>) -> bool,
 ) {
-    let point = dsum / k as f64;
     let mixed_here = chosen
         .iter()
         .map(|i| cands[*i].phase)
         .collect::<BTreeSet<_>>()
         .len()
         > 1;
-    for (j, (lo, hi, le)) in increment_ranges(a, b, k, dsum).into_iter().enumerate() {
+    for (j, (lo, hi, le)) in ranges.into_iter().enumerate() {
         let cand = chosen.get(j).copied();
         increments.push(Increment {
             phase: cand.map(|i| cands[i].phase),
@@ -613,11 +682,16 @@ pub fn increment_budget(records: usize) -> usize {
 /// increment (the sum delta), otherwise the bucket ranges they fell into.
 /// Also the bucket (`le`) of each, from the bucket deltas; `None` where the
 /// deltas account for fewer than `k` increments.
-fn increment_ranges(a: &Point, b: &Point, k: usize, dsum: f64) -> Vec<(f64, f64, Option<f64>)> {
+fn increment_ranges(pts: &Points, ia: usize, k: usize, dsum: f64) -> Vec<(f64, f64, Option<f64>)> {
     let mut ranges = Vec::with_capacity(k);
     let (mut prev_le, mut prev_c) = (0.0, 0.0);
-    for (le, c) in b.buckets.values() {
-        let before = a.buckets.get(le).unwrap_or(0.0);
+    let before = pts.row(ia);
+    for (j, (le, c)) in (pts.les.iter().zip(pts.row(ia + 1))).enumerate() {
+        if c.is_nan() {
+            continue;
+        }
+        let (le, c) = (*le, *c);
+        let before = if before[j].is_nan() { 0.0 } else { before[j] };
         let cum = c - before;
         // Bucket deltas beyond the count delta are inconsistent input: never
         // more ranges than increments.

@@ -18,29 +18,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Per series (family id, label set id): foldhash, these are hot loops
-/// over every sample of every scrape.
-type BySeries<V> = std::collections::HashMap<(u32, u32), V, foldhash::fast::RandomState>;
+/// Whether each family (by id) is cumulative: typed so by the export.
+struct Cumulative;
 
-/// Whether each family (by id) is cumulative, looked up once per family.
-struct Cumulative<'a> {
-    names: &'a BTreeSet<String>,
-    known: std::collections::HashMap<u32, bool, foldhash::fast::RandomState>,
-}
-
-impl<'a> Cumulative<'a> {
-    fn new(names: &'a BTreeSet<String>) -> Self {
-        Cumulative {
-            names,
-            known: Default::default(),
-        }
-    }
-
-    fn has(&mut self, id: u32, name: &str) -> bool {
-        *self
-            .known
-            .entry(id)
-            .or_insert_with(|| self.names.contains(canonical(name)))
+impl Cumulative {
+    fn of(read: &ScrapesRead, names: &BTreeSet<String>) -> Vec<bool> {
+        (0..read.family_count() as u32)
+            .map(|id| names.contains(canonical(read.family_name(id))))
+            .collect()
     }
 }
 
@@ -126,34 +111,33 @@ impl Birth {
 /// there: a family that appears whole with its first series is new too).
 pub fn births(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Birth> {
     let names = server.cumulative_families();
-    let mut cumulative = Cumulative::new(&names);
+    let cumulative = Cumulative::of(read, &names);
     let mut out = Vec::new();
     for (ep, list) in read.by_endpoint() {
-        let mut seen: BySeries<()> = BySeries::default();
-        for (i, (s, t)) in list.iter().enumerate() {
-            for (id, fam, samples) in read.families_by_id(s) {
-                if !cumulative.has(id, fam) {
-                    continue;
+        let scrapes: Vec<&Scrape> = list.iter().map(|(s, _)| *s).collect();
+        let keep = |id: u32| cumulative[id as usize];
+        read.walk_series(
+            &scrapes,
+            keep,
+            |_| true,
+            |i, id, x, before| {
+                if i == 0 || before.is_some() {
+                    return;
                 }
-                for sample in samples {
-                    if seen.insert((id, sample.labels_id()), ()).is_some() || i == 0 {
-                        continue;
-                    }
-                    let Some(v) = sample.cumulative().filter(|v| *v > 0.0) else {
-                        continue;
-                    };
-                    let (prev, t0) = &list[i - 1];
-                    out.push(Birth {
-                        endpoint: ep.to_string(),
-                        family: fam.to_string(),
-                        labels: sample.labels().clone(),
-                        lines: (prev.line, s.line),
-                        between_ns: (*t0, *t),
-                        first_value: v,
-                    });
-                }
-            }
-        }
+                let Some(v) = x.cumulative().filter(|v| *v > 0.0) else {
+                    return;
+                };
+                let ((prev, t0), (s, t)) = (&list[i - 1], &list[i]);
+                out.push(Birth {
+                    endpoint: ep.to_string(),
+                    family: read.family_name(id).to_string(),
+                    labels: x.labels().clone(),
+                    lines: (prev.line, s.line),
+                    between_ns: (*t0, *t),
+                    first_value: v,
+                });
+            },
+        );
     }
     out
 }
@@ -164,15 +148,39 @@ pub fn births(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Birth> {
 /// back from is a stale answer and left out.
 pub fn detect(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Reset> {
     let names = server.cumulative_families();
-    let mut cumulative = Cumulative::new(&names);
+    let cumulative = Cumulative::of(read, &names);
     let mut out = Vec::new();
     let start_ids = read.family(PROCESS_START);
     for (ep, list) in read.by_endpoint() {
         let scrapes: Vec<&Scrape> = list.iter().map(|(s, _)| *s).collect();
         let times: Vec<u64> = list.iter().map(|(_, t)| *t).collect();
-        let mut last: BySeries<f64> = BySeries::default();
+        // Each scrape's drops (a series below its value in the scrape
+        // before that had it), in order.
+        let mut drops: Vec<(usize, Drop)> = Vec::new();
+        // A series' value is compared with its last one (a sample without
+        // a value is passed over).
+        let keep = |id: u32| cumulative[id as usize];
+        let valued = |x: &crate::artifacts::scrapes::Sample| x.cumulative().is_some();
+        read.walk_series(&scrapes, keep, valued, |i, id, x, before| {
+            let (Some(v), Some(prev)) = (x.cumulative(), before.and_then(|b| b.cumulative()))
+            else {
+                return;
+            };
+            if i > 0 && v < prev - 1e-9 * prev.abs().max(1.0) {
+                drops.push((
+                    i,
+                    Drop {
+                        family: read.family_name(id).to_string(),
+                        labels: x.labels().clone(),
+                        before: prev,
+                        after: v,
+                    },
+                ));
+            }
+        });
         let mut start: Option<f64> = None;
-        for (i, s) in scrapes.iter().enumerate() {
+        let mut restarts: Vec<Option<(f64, f64)>> = Vec::with_capacity(scrapes.len());
+        for s in &scrapes {
             let mut restart = None;
             if let Some(v) = read
                 .samples_of(s, start_ids)
@@ -183,30 +191,16 @@ pub fn detect(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Reset> {
                 }
                 start = Some(v);
             }
-            let mut drops = Vec::new();
-            for (id, fam, samples) in read.families_by_id(s) {
-                if !cumulative.has(id, fam) {
-                    continue;
-                }
-                for sample in samples {
-                    let Some(v) = sample.cumulative() else {
-                        continue;
-                    };
-                    if let Some(prev) = last.insert((id, sample.labels_id()), v) {
-                        if v < prev - 1e-9 * prev.abs().max(1.0) {
-                            drops.push(Drop {
-                                family: fam.to_string(),
-                                labels: sample.labels().clone(),
-                                before: prev,
-                                after: v,
-                            });
-                        }
-                    }
-                }
+            restarts.push(restart);
+        }
+        let mut rest = drops.into_iter().peekable();
+        while let Some((i, first)) = rest.next() {
+            let mut drops = vec![first];
+            while let Some((_, d)) = rest.next_if(|(j, _)| *j == i) {
+                drops.push(d);
             }
-            if drops.is_empty() || i == 0 {
-                continue;
-            }
+            let s = scrapes[i];
+            let restart = restarts[i];
             let later = &scrapes[i + 1..];
             let confirmed = restart.is_some() || persists(read, later, &drops);
             // A drop the next scrape climbs back from is a stale answer (two

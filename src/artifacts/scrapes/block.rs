@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::store::{Layout, FLAGS_SHIFT, HAS_COUNT, HAS_SUM, HAS_VALUE};
+
 /// Maps of the interned ids: foldhash, several times faster than SipHash on
 /// these short keys.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
@@ -43,6 +45,8 @@ pub struct LineScrape {
     pub request_sent_ns: Option<u64>,
     /// Its families: a range of the block's groups.
     pub groups: (u32, u32),
+    /// Its layout (block id; [`Block::layout_last`]).
+    pub layout: u32,
 }
 
 /// One sample of a block.
@@ -97,6 +101,9 @@ pub struct Block {
     /// Bucket bounds (the `le` texts in order), by block id.
     pub bounds: Vec<Vec<String>>,
     bounds_ids: HashMap<Vec<String>, u32>,
+    /// Scrape layouts (families and label sets as block ids), by block id.
+    pub layouts: Vec<Layout>,
+    layout_ids: HashMap<Layout, u32>,
     series_ids: HashMap<(u32, u32, u32), u32>,
     /// Per family (block id), the bounds its last row had.
     last_bounds: Vec<u32>,
@@ -157,6 +164,8 @@ pub struct ToFile {
     pub labels: Vec<u32>,
     /// Bucket bounds.
     pub bounds: Vec<u32>,
+    /// Layouts.
+    pub layouts: Vec<u32>,
 }
 
 /// Where a block stood before a line: what to cut back to when the scanner
@@ -196,6 +205,8 @@ impl Block {
         self.label_texts.clear();
         self.bounds.clear();
         self.bounds_ids.clear();
+        self.layouts.clear();
+        self.layout_ids.clear();
         self.last_bounds.clear();
         self.series_ids.clear();
         self.shapes.clear();
@@ -225,6 +236,42 @@ impl Block {
                     .entry((s.endpoint, fam, r.labels))
                     .or_insert(n);
             }
+        }
+    }
+
+    /// Sets the layout of the scrape just added (its families and rows):
+    /// its block id, numbered if new.
+    pub fn layout_last(&mut self) {
+        let Some(s) = self.scrapes.last() else { return };
+        let groups = &self.groups[s.groups.0 as usize..s.groups.1 as usize];
+        let first = groups.first().map_or(0, |g| g.1);
+        let end = groups.last().map_or(0, |g| g.2);
+        let layout = Layout {
+            groups: groups
+                .iter()
+                .map(|&(f, a, b)| (f, a - first, b - first))
+                .collect(),
+            rows: self.rows[first as usize..end as usize]
+                .iter()
+                .map(|r| {
+                    let flags = (u32::from(r.value.is_some()) * HAS_VALUE)
+                        | (u32::from(r.count.is_some()) * HAS_COUNT)
+                        | (u32::from(r.sum.is_some()) * HAS_SUM);
+                    r.labels | (flags << FLAGS_SHIFT)
+                })
+                .collect(),
+        };
+        let id = match self.layout_ids.get(&layout) {
+            Some(id) => *id,
+            None => {
+                let id = self.layouts.len() as u32;
+                self.layouts.push(layout.clone());
+                self.layout_ids.insert(layout, id);
+                id
+            }
+        };
+        if let Some(s) = self.scrapes.last_mut() {
+            s.layout = id;
         }
     }
 
@@ -367,6 +414,8 @@ pub struct Shape {
     pub slots: Vec<ShapeSlot>,
     /// Endpoint (block id).
     pub endpoint: u32,
+    /// Layout (block id).
+    pub layout: u32,
     /// The line's `timestamp_ns`.
     pub ts: u64,
     /// Its `request_sent_ns`.

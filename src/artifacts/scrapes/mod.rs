@@ -37,7 +37,7 @@ pub use agree::assert_agrees;
 use block::{Block, Problem};
 pub use block::{Interest, Labels};
 use source::{Chunk, Source};
-pub use store::BucketCache;
+pub use store::SeriesCursor;
 use store::Store;
 
 /// File name.
@@ -54,8 +54,11 @@ pub struct Scrape {
     pub request_sent_ns: Option<u64>,
     /// 1-based line in the file.
     pub line: u64,
-    /// Its families in the store's groups.
-    groups: (u32, u32),
+    /// Its layout (families and label sets, shared by the scrapes of one
+    /// structure): equal ids, the same series at the same positions.
+    pub layout: u32,
+    /// Its first row in the store.
+    first_row: u32,
 }
 
 impl Scrape {
@@ -70,24 +73,31 @@ impl Scrape {
 #[derive(Clone)]
 pub struct Samples<'a> {
     store: &'a Store,
-    rows: std::ops::Range<u32>,
+    /// The tags of the family's positions.
+    tags: &'a [u32],
+    /// The row of the first of them.
+    row: u32,
+    next: u32,
 }
 
 impl<'a> Iterator for Samples<'a> {
     type Item = Sample<'a>;
     fn next(&mut self) -> Option<Sample<'a>> {
-        let i = self.rows.next()?;
-        Some(Sample {
+        let tag = *self.tags.get(self.next as usize)?;
+        let s = Sample {
             store: self.store,
-            row: i,
-        })
+            row: self.row + self.next,
+            tag,
+        };
+        self.next += 1;
+        Some(s)
     }
 }
 
 impl Samples<'_> {
     /// How many.
     pub fn count_samples(&self) -> usize {
-        self.rows.len()
+        self.tags.len()
     }
 }
 
@@ -96,6 +106,8 @@ impl Samples<'_> {
 pub struct Sample<'a> {
     store: &'a Store,
     row: u32,
+    /// Its position's label set and numbers.
+    tag: u32,
 }
 
 impl<'a> Sample<'a> {
@@ -106,28 +118,28 @@ impl<'a> Sample<'a> {
 
     /// The label set's id: equal ids, equal labels.
     pub fn labels_id(&self) -> u32 {
-        self.store.rows[self.row as usize].labels()
+        store::labels_of(self.tag)
     }
 
     /// Counter/gauge value.
     pub fn value(&self) -> Option<f64> {
-        self.store.value(self.row)
+        self.store.value(self.row, self.tag)
     }
 
     /// Histogram cumulative count.
     pub fn count(&self) -> Option<f64> {
-        self.store.count(self.row)
+        self.store.count(self.row, self.tag)
     }
 
     /// Histogram cumulative sum.
     pub fn sum(&self) -> Option<f64> {
-        self.store.sum(self.row)
+        self.store.sum(self.row, self.tag)
     }
 
     /// The cumulative quantity that counts observations: `count` for
     /// histograms, `value` for counters.
     pub fn cumulative(&self) -> Option<f64> {
-        self.store.cumulative(self.row)
+        self.store.cumulative(self.row, self.tag)
     }
 
     /// Histogram cumulative buckets, `(le, count)`, `le` `None` where the
@@ -136,13 +148,13 @@ impl<'a> Sample<'a> {
         self.store.buckets(self.row)
     }
 
-    /// [`Sample::buckets`], for a reader going through a series' scrapes in
-    /// order: each decoded from the one before, kept in `cache`.
-    pub fn buckets_in_order<'c>(
+    /// [`Sample::buckets`], for a reader going through one series' scrapes
+    /// in order: each decoded from the one before, which `cursor` holds.
+    pub fn buckets_after<'c>(
         &self,
-        cache: &'c mut BucketCache,
+        cursor: &'c mut SeriesCursor,
     ) -> Option<(&'a [Option<f64>], &'c [f64])> {
-        self.store.buckets_in_order(self.row, cache)
+        self.store.buckets_after(self.row, cursor)
     }
 }
 
@@ -165,7 +177,7 @@ pub struct ScrapesRead {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        write!(f, "Store({} rows)", self.rows.len())
+        write!(f, "Store({} bytes)", self.bytes())
     }
 }
 
@@ -181,16 +193,19 @@ impl ScrapesRead {
         self.store.endpoint(s.endpoint)
     }
 
+    fn samples_in<'a>(&'a self, s: &Scrape, g: &(u32, u32, u32)) -> Samples<'a> {
+        let tags = &self.store.layout(s.layout).rows[g.1 as usize..g.2 as usize];
+        Samples {
+            store: &self.store,
+            tags,
+            row: s.first_row + g.1,
+            next: 0,
+        }
+    }
+
     /// A scrape's families in name order, with their samples.
     pub fn families<'a>(&'a self, s: &Scrape) -> impl Iterator<Item = (&'a str, Samples<'a>)> {
-        let groups = &self.store.groups[s.groups.0 as usize..s.groups.1 as usize];
-        groups.iter().map(|g| {
-            let samples = Samples {
-                store: &self.store,
-                rows: g.rows.0..g.rows.1,
-            };
-            (self.store.family(g.family), samples)
-        })
+        self.families_by_id(s).map(|(_, name, x)| (name, x))
     }
 
     /// A scrape's families in name order as (family id, name, samples):
@@ -199,14 +214,12 @@ impl ScrapesRead {
         &'a self,
         s: &Scrape,
     ) -> impl Iterator<Item = (u32, &'a str, Samples<'a>)> {
-        let groups = &self.store.groups[s.groups.0 as usize..s.groups.1 as usize];
-        groups.iter().map(|g| {
-            let samples = Samples {
-                store: &self.store,
-                rows: g.rows.0..g.rows.1,
-            };
-            (g.family, self.store.family(g.family), samples)
-        })
+        let s = s.clone();
+        self.store
+            .layout(s.layout)
+            .groups
+            .iter()
+            .map(move |g| (g.0, self.store.family(g.0), self.samples_in(&s, g)))
     }
 
     /// The samples of the family named exactly `name`, if the scrape has it.
@@ -217,12 +230,13 @@ impl ScrapesRead {
     /// The samples of family `id` ([`ScrapesRead::families_by_id`]), if the
     /// scrape has it.
     pub fn group(&self, s: &Scrape, id: u32) -> Option<Samples<'_>> {
-        let groups = &self.store.groups[s.groups.0 as usize..s.groups.1 as usize];
-        let g = groups.iter().find(|g| g.family == id)?;
-        Some(Samples {
-            store: &self.store,
-            rows: g.rows.0..g.rows.1,
-        })
+        let g = self
+            .store
+            .layout(s.layout)
+            .groups
+            .iter()
+            .find(|g| g.0 == id)?;
+        Some(self.samples_in(s, g))
     }
 
     /// The samples of a family, found by its name with or without `_total`
@@ -244,6 +258,83 @@ impl ScrapesRead {
     /// [`ScrapesRead::samples`] of a family found by [`ScrapesRead::family`].
     pub fn samples_of(&self, s: &Scrape, ids: [Option<u32>; 2]) -> Option<Samples<'_>> {
         ids.into_iter().flatten().find_map(|id| self.group(s, id))
+    }
+
+    /// A family's name, by id.
+    pub fn family_name(&self, id: u32) -> &str {
+        self.store.family(id)
+    }
+
+    /// How many families the file names.
+    pub fn family_count(&self) -> usize {
+        self.store.family_count()
+    }
+
+    /// Goes through `list` (one endpoint's scrapes, in the order a check
+    /// reads them) and calls `visit(i, family, now, before)` for every
+    /// sample of every family `keep` accepts (by id), `before` being the
+    /// same series' sample in the last scrape of the list before `i` that
+    /// had it and `remember` accepts (scrapes of one layout have the same
+    /// numbers at a position, so `remember` must depend only on which
+    /// numbers a sample has). A series is found at its position while the
+    /// scrapes share a layout, and by (family, label set) across a change
+    /// of layout.
+    pub fn walk_series<'a>(
+        &'a self,
+        list: &[&'a Scrape],
+        keep: impl Fn(u32) -> bool,
+        remember: impl Fn(&Sample<'a>) -> bool,
+        mut visit: impl FnMut(usize, u32, Sample<'a>, Option<Sample<'a>>),
+    ) {
+        // The last row of each series, kept up to the end of the last run
+        // of scrapes with one layout.
+        let mut last: BySeries<Sample<'a>> = BySeries::default();
+        let mut prev: Option<&Scrape> = None;
+        for (i, s) in list.iter().enumerate() {
+            let layout = self.store.layout(s.layout);
+            match prev {
+                Some(p) if p.layout == s.layout => {
+                    for g in layout.groups.iter().filter(|g| keep(g.0)) {
+                        let now = self.samples_in(s, g);
+                        let before = self.samples_in(p, g);
+                        for (x, y) in now.zip(before) {
+                            visit(i, g.0, x, remember(&y).then_some(y));
+                        }
+                    }
+                }
+                _ => {
+                    for g in layout.groups.iter().filter(|g| keep(g.0)) {
+                        for x in self.samples_in(s, g) {
+                            let before = last.get(&(g.0, x.labels_id())).copied();
+                            visit(i, g.0, x, before);
+                        }
+                    }
+                }
+            }
+            // The end of a run of one layout: its last scrape's series, for
+            // the next scrape (of another layout) to find.
+            if list.get(i + 1).is_some_and(|n| n.layout != s.layout) {
+                self.remember(s, &keep, &remember, &mut last);
+            }
+            prev = Some(s);
+        }
+    }
+
+    /// Notes each series of `s` (that `remember` accepts) as last seen there.
+    fn remember<'a>(
+        &'a self,
+        s: &'a Scrape,
+        keep: &impl Fn(u32) -> bool,
+        remember: &impl Fn(&Sample<'a>) -> bool,
+        last: &mut BySeries<Sample<'a>>,
+    ) {
+        for g in self.store.layout(s.layout).groups.iter() {
+            if keep(g.0) {
+                for x in self.samples_in(s, g).filter(|x| remember(x)) {
+                    last.insert((g.0, x.labels_id()), x);
+                }
+            }
+        }
     }
 
     /// Bytes the columns hold.
@@ -296,6 +387,9 @@ impl ScrapesRead {
     }
 }
 
+/// Per series (family id, label set id): foldhash.
+type BySeries<V> = std::collections::HashMap<(u32, u32), V, foldhash::fast::RandomState>;
+
 /// How many cumulative series go down from the first scrape of each pair
 /// to the second: those the export types as counters or histograms, or
 /// (without types) histograms.
@@ -311,38 +405,20 @@ fn drops<'s>(read: &ScrapesRead, pairs: impl Iterator<Item = (&'s Scrape, &'s Sc
     let untyped = read.cumulative.is_empty();
     let mut n = 0;
     for (a, b) in pairs {
-        let before_groups = &read.store.groups[a.groups.0 as usize..a.groups.1 as usize];
-        for (gi, (id, _, samples)) in read.families_by_id(b).enumerate() {
-            if !untyped && !typed[id as usize] {
-                continue;
-            }
-            // Usually the family at the same place; else searched.
-            let before = match before_groups.get(gi) {
-                Some(g) if g.family == id => Some(g.rows),
-                _ => before_groups
-                    .iter()
-                    .find(|g| g.family == id)
-                    .map(|g| g.rows),
-            };
-            for (k, x) in samples.enumerate() {
-                if untyped && x.count().is_none() {
-                    continue;
+        let keep = |id: u32| untyped || typed[id as usize];
+        let pair = [a, b];
+        read.walk_series(
+            &pair,
+            keep,
+            |_| true,
+            |i, _, x, before| {
+                if i == 0 || (untyped && x.count().is_none()) {
+                    return;
                 }
-                let prev = before.and_then(|(r0, r1)| {
-                    let rows = r0..r1;
-                    // Usually the series at the same place; else searched.
-                    let same = (r0 + (k as u32) < r1)
-                        .then_some(r0 + k as u32)
-                        .filter(|r| read.store.rows[*r as usize].labels() == x.labels_id());
-                    same.or_else(|| {
-                        rows.clone()
-                            .find(|r| read.store.rows[*r as usize].labels() == x.labels_id())
-                    })
-                });
-                let prev = prev.and_then(|r| read.store.cumulative(r));
+                let prev = before.and_then(|p| p.cumulative());
                 n += usize::from(matches!((prev, x.cumulative()), (Some(p), Some(v)) if v < p));
-            }
-        }
+            },
+        );
     }
     n
 }
@@ -496,7 +572,7 @@ fn read_block(chunk: &Chunk, interest: &Interest, b: &mut Block) {
         }
     }
     let (mut arena, mut at) = (std::mem::take(&mut b.arena), std::mem::take(&mut b.at));
-    store::code_buckets(b, &mut arena, &mut at);
+    store::code_rows(b, &mut arena, &mut at);
     (b.arena, b.at) = (arena, at);
 }
 
@@ -565,7 +641,8 @@ impl Merge {
                 timestamp_ns: m.timestamp_ns,
                 request_sent_ns: m.request_sent_ns,
                 line: base + m.line,
-                groups: m.groups,
+                layout: m.layout,
+                first_row: m.first_row,
             });
         }
     }
@@ -578,8 +655,7 @@ impl Merge {
                 self.unlisted,
             ));
         }
-        let groups: Vec<(u32, u32)> = out.scrapes.iter().map(|s| s.groups).collect();
-        out.store.finish(&groups);
+        out.store.finish();
         out.scrapes.shrink_to_fit();
     }
 }

@@ -131,6 +131,8 @@ fn push_raw(block: &mut Block, s: RawScrape, line: u64, interest: &Interest) {
         timestamp_ns: s.timestamp_ns,
         request_sent_ns: s.request_sent_ns,
         groups: (first_group, block.groups.len() as u32),
+        layout: 0,
     });
     block.name_series();
+    block.layout_last();
 }

@@ -235,6 +235,7 @@ fn fill(shape: &Shape, no: u64, block: &mut Block) {
         timestamp_ns: shape.ts,
         request_sent_ns: shape.sent,
         groups: (group0 as u32, block.groups.len() as u32),
+        layout: shape.layout,
     });
 }
 
@@ -273,6 +274,7 @@ fn learn(line: &str, block: &mut Block, rows: usize, counts: usize, groups: usiz
         text: line.as_bytes().to_vec(),
         slots,
         endpoint: s.endpoint,
+        layout: s.layout,
         ts: s.timestamp_ns,
         sent: s.request_sent_ns,
         groups: block.groups[groups..]
@@ -377,8 +379,10 @@ fn scan_line(line: &str, no: u64, block: &mut Block, interest: &Interest) -> Opt
         timestamp_ns: ts?,
         request_sent_ns: sent.flatten(),
         groups: (first_group, block.groups.len() as u32),
+        layout: 0,
     });
     block.name_series();
+    block.layout_last();
     Some(())
 }
 

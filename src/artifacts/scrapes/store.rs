@@ -1,75 +1,90 @@
-//! The run's raw scrapes in columns: endpoints, families, label sets and
-//! bucket bounds interned once for the file (their ids compare as the
-//! strings and maps do), a row per sample of a family the checks read, and
-//! the bucket counts delta-coded per series.
+//! The run's raw scrapes in columns: endpoints, families, label sets, bucket
+//! bounds and scrape layouts interned once for the file (their ids compare
+//! as the strings, maps and structures do), a row per sample of a family the
+//! checks read, and the bucket counts delta-coded per series.
 //!
-//! Buckets are most of a scrape's bytes, and between two scrapes most of a
-//! series' buckets did not move. A row's buckets are written either whole
-//! (the bounds' id and each count) or as the change since the series' last
-//! row (that row's index and each count's growth as a varint: a byte for a
-//! bucket that did not move). A change is written only when it is exact: the
-//! same bounds, every count an integer that did not go down and adds back to
-//! the same `f64`. Every 32nd row of a series is whole, so reading a row's
-//! buckets decodes at most 31 changes. A row is 24 bytes: its two numbers,
-//! its label set's id with the `HAS_*` bits on top, and its buckets' offset
-//! (the bounds' id is the whole row's, in the arena).
+//! A scrape's **layout** is what its line's structure says: its families in
+//! name order, each a range of row positions, and per position the label
+//! set and which numbers the sample has. Consecutive scrapes of an endpoint
+//! almost always share one, so it is kept once and a scrape is a layout id
+//! and the index of its first row; a reader going through an endpoint's
+//! scrapes finds a series at the same position while the layout holds.
+//!
+//! A row is 12 bytes in two columns: the cumulative quantity (the count
+//! where there is one, else the value) and the offset of its record in the
+//! arena, where a histogram's sum and buckets are. Buckets are most of a
+//! scrape's bytes, and between two scrapes most of a series' buckets did
+//! not move: a record's buckets are written either whole (the bounds' id and
+//! each count) or as the change since the series' last row (that row's
+//! distance back and each count's growth as a varint: a byte for a bucket
+//! that did not move). A change is written only when it is exact: the same
+//! bounds, every count an integer that did not go down and adds back to the
+//! same `f64`. Every 32nd record of a series is whole, so reading a row's
+//! buckets decodes at most 31 changes.
 
 /// foldhash: several times faster than SipHash on these short keys.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
-use super::block::{Block, Labels, LineScrape, NONE};
+use super::block::{Block, Labels, NONE};
 
-/// Rows of one series between two whole bucket rows.
+/// A block's scrape as it joined the columns.
+pub struct Merged {
+    /// Endpoint (file id).
+    pub endpoint: u32,
+    /// Line in the block.
+    pub line: u64,
+    /// Scrape time (ns).
+    pub timestamp_ns: u64,
+    /// Send time (ns).
+    pub request_sent_ns: Option<u64>,
+    /// Layout (file id).
+    pub layout: u32,
+    /// Its first row.
+    pub first_row: u32,
+}
+
+/// Rows of one series between two whole bucket records.
 const WHOLE_EVERY: u32 = 32;
 
-const HAS_VALUE: u8 = 1;
-const HAS_COUNT: u8 = 2;
-const HAS_SUM: u8 = 4;
+/// A position's numbers, above its label set's id ([`FLAGS_SHIFT`]).
+pub const HAS_VALUE: u32 = 1;
+/// See [`HAS_VALUE`].
+pub const HAS_COUNT: u32 = 2;
+/// See [`HAS_VALUE`].
+pub const HAS_SUM: u32 = 4;
 
-/// Where a row keeps its `HAS_*` bits: above the label set's id.
-const FLAGS_SHIFT: u32 = 29;
+/// Where a position keeps its `HAS_*` bits: above the label set's id.
+pub const FLAGS_SHIFT: u32 = 29;
 /// How many label sets the columns number (the ids below the flags).
 const LABEL_IDS: usize = 1 << FLAGS_SHIFT;
 
-/// The last decoded bucket counts of the rows a reader went through
-/// ([`Store::buckets_in_order`]).
-#[derive(Debug, Default)]
-pub struct BucketCache(HashMap<u32, (u32, Vec<f64>)>);
+/// A record's first byte: which parts follow.
+const REC_SUM: u8 = 1;
+const REC_WHOLE: u8 = 2;
+const REC_CHANGE: u8 = 4;
 
-/// One family's samples in one scrape: a range of rows.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Group {
-    /// Family id.
-    pub family: u32,
-    /// Rows.
-    pub rows: (u32, u32),
+/// The structure of a scrape: its families (in name order once the file is
+/// read), each a range of row positions, and per position the label set's
+/// id with the `HAS_*` bits above it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Layout {
+    /// (family id, first position, end position).
+    pub groups: Vec<(u32, u32, u32)>,
+    /// Per position: label set id | `HAS_*` << [`FLAGS_SHIFT`].
+    pub rows: Vec<u32>,
 }
 
-/// One sample.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Row {
-    /// The cumulative quantity: the count when there is one, else the value.
-    pub a: f64,
-    /// Histogram sum (when `HAS_SUM`).
-    pub sum: f64,
-    /// Label set id, the `HAS_*` bits above it ([`FLAGS_SHIFT`]).
-    tagged: u32,
-    /// Offset of the buckets in the arena, or [`NONE`].
-    pub buckets: u32,
+/// The label set's id of a position's tag.
+pub fn labels_of(tag: u32) -> u32 {
+    tag & ((1 << FLAGS_SHIFT) - 1)
 }
 
-impl Row {
-    /// The label set's id.
-    pub fn labels(&self) -> u32 {
-        self.tagged & ((1 << FLAGS_SHIFT) - 1)
-    }
-
-    fn flags(&self) -> u8 {
-        (self.tagged >> FLAGS_SHIFT) as u8
-    }
+/// The `HAS_*` bits of a position's tag.
+pub fn flags_of(tag: u32) -> u32 {
+    tag >> FLAGS_SHIFT
 }
 
-/// Per series: where its buckets stand.
+/// Per series: where its buckets stand (while coding a block).
 #[derive(Debug, Default)]
 struct Chain {
     row: u32,
@@ -77,6 +92,19 @@ struct Chain {
     counts: Vec<f64>,
     since_whole: u32,
 }
+
+/// Where a reader going through one series' rows stands: the last rows it
+/// decoded (a few: a reader in state order visits two scrapes answered out
+/// of order the other way round) and their bucket counts
+/// ([`Store::buckets_after`]).
+#[derive(Debug, Default, Clone)]
+pub struct SeriesCursor {
+    /// (row, bounds id, counts), the latest last.
+    recent: Vec<(u32, u32, Vec<f64>)>,
+}
+
+/// Rows a [`SeriesCursor`] keeps.
+const RECENT: usize = 4;
 
 /// The columns.
 #[derive(Default)]
@@ -86,10 +114,11 @@ pub struct Store {
     labels: Interned<Labels>,
     bounds: Vec<Vec<Option<f64>>>,
     bounds_ids: HashMap<Vec<String>, u32>,
-    /// Families of every scrape, scrape after scrape.
-    pub groups: Vec<Group>,
-    /// Samples.
-    pub rows: Vec<Row>,
+    layouts: Interned<Layout>,
+    /// Per row: the count where there is one, else the value (0 without).
+    a: Vec<f64>,
+    /// Per row: its record's offset in the arena, or [`NONE`].
+    aux: Vec<u32>,
     /// The value of rows that have both a value and a count.
     values_too: HashMap<u32, f64>,
     arena: Vec<u8>,
@@ -175,6 +204,14 @@ fn get_varint(b: &[u8], at: &mut usize) -> u64 {
     }
 }
 
+fn word(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or_default())
+}
+
+fn float(b: &[u8], at: usize) -> f64 {
+    f64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default())
+}
+
 /// The growth of each count, when every one is exact as an integer.
 fn growth(before: &[f64], now: &[f64], out: &mut Vec<u64>) -> bool {
     out.clear();
@@ -196,10 +233,11 @@ fn growth(before: &[f64], now: &[f64], out: &mut Vec<u64>) -> bool {
     true
 }
 
-/// Codes the buckets of a block's rows, in the order they join the
-/// columns (scrape, family, row): each row's offset in `arena`, or
-/// [`NONE`]. Series are told by (endpoint, family, label set) block ids.
-pub fn code_buckets(b: &Block, arena: &mut Vec<u8>, at: &mut Vec<u32>) {
+/// Writes the records of a block's rows (a histogram's sum and buckets), in
+/// the order they join the columns (scrape, family, row): each row's
+/// offset in `arena`, or [`NONE`] for a row with neither. Series are told
+/// by (endpoint, family, label set) block ids.
+pub fn code_rows(b: &Block, arena: &mut Vec<u8>, at: &mut Vec<u32>) {
     at.clear();
     at.resize(b.rows.len(), NONE);
     let mut chains: Vec<Chain> = Vec::new();
@@ -209,36 +247,46 @@ pub fn code_buckets(b: &Block, arena: &mut Vec<u8>, at: &mut Vec<u32>) {
         for &(_, r0, r1) in &b.groups[s.groups.0 as usize..s.groups.1 as usize] {
             for index in r0..r1 {
                 let r = &b.rows[index as usize];
-                if r.bounds == NONE {
+                if r.bounds == NONE && r.sum.is_none() {
                     continue;
                 }
-                let counts = &b.counts[r.counts.0 as usize..r.counts.1 as usize];
-                // Every row's series is named; a row without one is coded whole.
-                let mut lone = Chain::default();
-                let chain = chains.get_mut(r.series as usize).unwrap_or(&mut lone);
                 at[index as usize] = arena.len() as u32;
-                let delta = chain.since_whole + 1 < WHOLE_EVERY
-                    && chain.bounds == r.bounds
-                    && !chain.counts.is_empty()
-                    && growth(&chain.counts, counts, &mut scratch);
-                if delta {
-                    arena.push(1);
-                    arena.extend_from_slice(&(index - chain.row).to_le_bytes());
-                    put_varints(arena, &scratch);
-                    chain.since_whole += 1;
-                } else {
-                    // The block's bounds id, made the file's by the merge.
-                    arena.push(0);
-                    arena.extend_from_slice(&r.bounds.to_le_bytes());
-                    for c in counts {
-                        arena.extend_from_slice(&c.to_le_bytes());
-                    }
-                    chain.since_whole = 0;
-                    chain.bounds = r.bounds;
+                let tag_at = arena.len();
+                arena.push(0);
+                let mut tag = 0;
+                if let Some(sum) = r.sum {
+                    tag |= REC_SUM;
+                    arena.extend_from_slice(&sum.to_le_bytes());
                 }
-                chain.row = index;
-                chain.counts.clear();
-                chain.counts.extend_from_slice(counts);
+                if r.bounds != NONE {
+                    let counts = &b.counts[r.counts.0 as usize..r.counts.1 as usize];
+                    // Every row's series is named; a row without one is coded whole.
+                    let mut lone = Chain::default();
+                    let chain = chains.get_mut(r.series as usize).unwrap_or(&mut lone);
+                    let delta = chain.since_whole + 1 < WHOLE_EVERY
+                        && chain.bounds == r.bounds
+                        && !chain.counts.is_empty()
+                        && growth(&chain.counts, counts, &mut scratch);
+                    if delta {
+                        tag |= REC_CHANGE;
+                        arena.extend_from_slice(&(index - chain.row).to_le_bytes());
+                        put_varints(arena, &scratch);
+                        chain.since_whole += 1;
+                    } else {
+                        // The block's bounds id, made the file's by the merge.
+                        tag |= REC_WHOLE;
+                        arena.extend_from_slice(&r.bounds.to_le_bytes());
+                        for c in counts {
+                            arena.extend_from_slice(&c.to_le_bytes());
+                        }
+                        chain.since_whole = 0;
+                        chain.bounds = r.bounds;
+                    }
+                    chain.row = index;
+                    chain.counts.clear();
+                    chain.counts.extend_from_slice(counts);
+                }
+                arena[tag_at] = tag;
             }
         }
     }
@@ -248,9 +296,9 @@ impl Store {
     /// Whether a block of this size still fits the 32-bit ids.
     pub fn fits(&self, b: &Block) -> bool {
         let limit = (u32::MAX - 1) as usize;
-        self.rows.len() + b.rows.len() < limit
+        self.a.len() + b.rows.len() < limit
             && self.labels.all.len() + b.labels.len() - b.to_file.labels.len() < LABEL_IDS
-            && self.groups.len() + b.groups.len() < limit
+            && self.layouts.all.len() + b.layouts.len() < limit
             && self.arena.len() + b.arena.len() < limit
     }
 
@@ -258,15 +306,15 @@ impl Store {
     /// over, so they are not doubled at the end).
     pub fn reserve_for(&mut self, b: &Block, times: f64) {
         let n = |x: usize| (x as f64 * times * 1.05) as usize + 64;
-        self.rows.reserve(n(b.rows.len()));
-        self.groups.reserve(n(b.groups.len()));
+        self.a.reserve(n(b.rows.len()));
+        self.aux.reserve(n(b.rows.len()));
         self.arena.reserve(n(b.arena.len()));
     }
 
     /// Moves a block's scrapes into the columns (ids made the file's).
-    /// Each scrape comes back with the file's endpoint id and its groups in
-    /// the store (its line still the block's).
-    pub fn merge(&mut self, b: &mut Block) -> Vec<LineScrape> {
+    /// Each scrape comes back with the file's endpoint and layout ids and
+    /// its first row in the store (its line still the block's).
+    pub fn merge(&mut self, b: &mut Block) -> Vec<Merged> {
         // The names the block learnt since its last merge get file ids.
         let map = &mut b.to_file;
         for e in &b.endpoints[map.endpoints.len()..] {
@@ -286,75 +334,78 @@ impl Store {
                     self.bounds.len() - 1
                 }));
         }
-        let (endpoints, families, labels, bounds) =
-            (&map.endpoints, &map.families, &map.labels, &map.bounds);
+        for l in &b.layouts[map.layouts.len()..] {
+            let layout = Layout {
+                groups: (l.groups.iter())
+                    .map(|&(f, p0, p1)| (map.families[f as usize], p0, p1))
+                    .collect(),
+                rows: (l.rows.iter())
+                    .map(|&t| map.labels[labels_of(t) as usize] | (flags_of(t) << FLAGS_SHIFT))
+                    .collect(),
+            };
+            map.layouts.push(self.layouts.id(layout));
+        }
         let arena_base = self.arena.len() as u32;
         self.arena.extend_from_slice(&b.arena);
         let mut out = Vec::with_capacity(b.scrapes.len());
         for s in &b.scrapes {
-            let endpoint = endpoints[s.endpoint as usize];
-            let g0 = self.groups.len() as u32;
-            for &(fam, r0, r1) in &b.groups[s.groups.0 as usize..s.groups.1 as usize] {
-                let family = families[fam as usize];
-                let start = self.rows.len() as u32;
-                for (k, r) in b.rows[r0 as usize..r1 as usize].iter().enumerate() {
-                    let index = self.rows.len() as u32;
-                    let label = labels[r.labels as usize];
-                    let at = b.at[r0 as usize + k];
-                    let buckets = if at == NONE {
-                        NONE
-                    } else {
-                        let o = (arena_base + at) as usize;
-                        if self.arena[o] == 0 {
-                            let id = bounds[r.bounds as usize];
-                            self.arena[o + 1..o + 5].copy_from_slice(&id.to_le_bytes());
-                        }
-                        arena_base + at
-                    };
-                    let flags = (u8::from(r.value.is_some()) * HAS_VALUE)
-                        | (u8::from(r.count.is_some()) * HAS_COUNT)
-                        | (u8::from(r.sum.is_some()) * HAS_SUM);
-                    if let (Some(v), Some(_)) = (r.value, r.count) {
-                        self.values_too.insert(index, v);
+            let first = self.a.len() as u32;
+            let (g0, g1) = (s.groups.0 as usize, s.groups.1 as usize);
+            let (r0, r1) = match (b.groups.get(g0), b.groups[..g1].last()) {
+                (Some(a), Some(z)) if g1 > g0 => (a.1 as usize, z.2 as usize),
+                _ => (0, 0),
+            };
+            for (k, r) in b.rows[r0..r1].iter().enumerate() {
+                let at = b.at[r0 + k];
+                let aux = if at == NONE {
+                    NONE
+                } else {
+                    let o = (arena_base + at) as usize;
+                    let tag = self.arena[o];
+                    if tag & REC_WHOLE != 0 {
+                        let p = o + 1 + if tag & REC_SUM != 0 { 8 } else { 0 };
+                        let id = map.bounds[word(&self.arena, p) as usize];
+                        self.arena[p..p + 4].copy_from_slice(&id.to_le_bytes());
                     }
-                    self.rows.push(Row {
-                        a: r.count.or(r.value).unwrap_or(0.0),
-                        sum: r.sum.unwrap_or(0.0),
-                        tagged: label | (u32::from(flags) << FLAGS_SHIFT),
-                        buckets,
-                    });
+                    arena_base + at
+                };
+                if let (Some(v), Some(_)) = (r.value, r.count) {
+                    self.values_too.insert(self.a.len() as u32, v);
                 }
-                let rows = (start, self.rows.len() as u32);
-                self.groups.push(Group { family, rows });
+                self.a.push(r.count.or(r.value).unwrap_or(0.0));
+                self.aux.push(aux);
             }
-            out.push(LineScrape {
-                endpoint,
+            out.push(Merged {
+                endpoint: map.endpoints[s.endpoint as usize],
                 line: s.line,
                 timestamp_ns: s.timestamp_ns,
                 request_sent_ns: s.request_sent_ns,
-                groups: (g0, self.groups.len() as u32),
+                layout: map.layouts[s.layout as usize],
+                first_row: first,
             });
         }
         out
     }
 
-    /// Done merging: the merge state goes, and each scrape's families are
-    /// put in name order (as a map of them iterates).
-    pub fn finish(&mut self, scrapes: &[(u32, u32)]) {
+    /// Done merging: each layout's families are put in name order (as a
+    /// map of them iterates).
+    pub fn finish(&mut self) {
         let mut names: Vec<u32> = (0..self.families.all.len() as u32).collect();
         names.sort_by(|a, b| self.families.get(*a).cmp(self.families.get(*b)));
         let mut rank = vec![0u32; names.len()];
         for (r, f) in names.iter().enumerate() {
             rank[*f as usize] = r as u32;
         }
-        for &(a, b) in scrapes {
-            let g = &mut self.groups[a as usize..b as usize];
-            if !g.is_sorted_by_key(|x| rank[x.family as usize]) {
-                g.sort_by_key(|x| rank[x.family as usize]);
+        // The ids map still finds each layout by its content as merged;
+        // nothing looks layouts up after this.
+        self.layouts.ids = HashMap::default();
+        for l in &mut self.layouts.all {
+            if !l.groups.is_sorted_by_key(|x| rank[x.0 as usize]) {
+                l.groups.sort_by_key(|x| rank[x.0 as usize]);
             }
         }
-        self.groups.shrink_to_fit();
-        self.rows.shrink_to_fit();
+        self.a.shrink_to_fit();
+        self.aux.shrink_to_fit();
         self.arena.shrink_to_fit();
     }
 
@@ -383,132 +434,176 @@ impl Store {
         self.labels.get(id)
     }
 
-    /// A row's value (counters, gauges).
-    pub fn value(&self, i: u32) -> Option<f64> {
-        let r = &self.rows[i as usize];
-        if r.flags() & HAS_VALUE == 0 {
+    /// A layout.
+    pub fn layout(&self, id: u32) -> &Layout {
+        self.layouts.get(id)
+    }
+
+    /// A row's value (counters, gauges); `tag` its position's.
+    pub fn value(&self, i: u32, tag: u32) -> Option<f64> {
+        let f = flags_of(tag);
+        if f & HAS_VALUE == 0 {
             None
-        } else if r.flags() & HAS_COUNT != 0 {
+        } else if f & HAS_COUNT != 0 {
             self.values_too.get(&i).copied()
         } else {
-            Some(r.a)
+            Some(self.a[i as usize])
         }
     }
 
     /// A row's count (histograms).
-    pub fn count(&self, i: u32) -> Option<f64> {
-        let r = &self.rows[i as usize];
-        (r.flags() & HAS_COUNT != 0).then_some(r.a)
+    pub fn count(&self, i: u32, tag: u32) -> Option<f64> {
+        (flags_of(tag) & HAS_COUNT != 0).then(|| self.a[i as usize])
     }
 
     /// A row's sum (histograms).
-    pub fn sum(&self, i: u32) -> Option<f64> {
-        let r = &self.rows[i as usize];
-        (r.flags() & HAS_SUM != 0).then_some(r.sum)
+    pub fn sum(&self, i: u32, tag: u32) -> Option<f64> {
+        if flags_of(tag) & HAS_SUM == 0 {
+            return None;
+        }
+        let at = self.aux[i as usize] as usize;
+        Some(float(&self.arena, at + 1))
     }
 
     /// A row's cumulative quantity: the count, else the value.
-    pub fn cumulative(&self, i: u32) -> Option<f64> {
-        let r = &self.rows[i as usize];
-        (r.flags() & (HAS_COUNT | HAS_VALUE) != 0).then_some(r.a)
+    pub fn cumulative(&self, i: u32, tag: u32) -> Option<f64> {
+        (flags_of(tag) & (HAS_COUNT | HAS_VALUE) != 0).then(|| self.a[i as usize])
+    }
+
+    /// Where row `i`'s bucket coding starts in the arena, and whether it
+    /// is whole; `None` without buckets.
+    fn coding(&self, i: u32) -> Option<(usize, bool)> {
+        let at = self.aux[i as usize];
+        if at == NONE {
+            return None;
+        }
+        let at = at as usize;
+        let tag = self.arena[at];
+        if tag & (REC_WHOLE | REC_CHANGE) == 0 {
+            return None;
+        }
+        let p = at + 1 + if tag & REC_SUM != 0 { 8 } else { 0 };
+        Some((p, tag & REC_WHOLE != 0))
     }
 
     /// A row's buckets, `(le, cumulative count)` (`le` `None` where the
     /// bound is not a number); `None` without buckets.
     pub fn buckets(&self, i: u32) -> Option<Vec<(Option<f64>, f64)>> {
-        let r = &self.rows[i as usize];
-        if r.buckets == NONE {
-            return None;
-        }
+        self.coding(i)?;
         let les = &self.bounds[self.bounds_of(i) as usize];
         let counts = self.decode(i, les.len());
         Some(les.iter().copied().zip(counts).collect())
     }
 
-    /// [`Store::buckets`], reading a series' rows in order: a change is
-    /// applied to its row before, kept in `cache` from the last call,
-    /// instead of decoded from the last whole row.
-    pub fn buckets_in_order<'c>(
+    /// [`Store::buckets`] for a reader going through a series' rows: the
+    /// changes since a row `cursor` holds (usually the one just before)
+    /// are applied to its counts instead of decoding from the last whole
+    /// row.
+    pub fn buckets_after<'c>(
         &self,
         i: u32,
-        cache: &'c mut BucketCache,
+        cursor: &'c mut SeriesCursor,
     ) -> Option<(&[Option<f64>], &'c [f64])> {
-        let r = &self.rows[i as usize];
-        if r.buckets == NONE {
-            return None;
-        }
+        self.coding(i)?;
         let a = &self.arena;
-        let mut at = r.buckets as usize;
-        let (bounds, counts) = if a[at] == 1 {
-            at += 1;
-            let back = u32::from_le_bytes(a[at..at + 4].try_into().unwrap_or_default());
-            at += 4;
-            let (bounds, mut counts) = match cache.0.remove(&(i - back)) {
-                Some(c) => c,
-                None => {
-                    let bounds = self.bounds_of(i);
-                    let n = self.bounds[bounds as usize].len();
-                    (bounds, self.decode(i - back, n))
-                }
-            };
-            for c in counts.iter_mut() {
-                *c += get_varint(a, &mut at) as f64;
+        // Back along the chain to a row the cursor holds or a whole one.
+        let mut chain: [usize; WHOLE_EVERY as usize] = [0; WHOLE_EVERY as usize];
+        let mut n = 0;
+        let mut row = i;
+        // The counts' buffer: the oldest kept row's, unless that is the one
+        // found.
+        let recent = &mut cursor.recent;
+        let found = loop {
+            if let Some(k) = recent.iter().rposition(|r| r.0 == row) {
+                break Some(k);
             }
-            (bounds, counts)
-        } else {
-            let bounds = self.bounds_of(i);
-            (bounds, self.decode(i, self.bounds[bounds as usize].len()))
+            let (p, whole) = self.coding(row)?;
+            if whole || n == chain.len() {
+                break None;
+            }
+            chain[n] = p + 4;
+            n += 1;
+            row -= word(a, p);
         };
-        if cache.0.len() > 4096 {
-            cache.0.clear();
+        let mut buf = match found {
+            Some(k) if k > 0 && recent.len() >= RECENT => recent.remove(0).2,
+            None if recent.len() >= RECENT => recent.remove(0).2,
+            _ => Vec::new(),
+        };
+        buf.clear();
+        let bounds = match found {
+            Some(_) => {
+                // Its index moved down if the oldest went.
+                let r = recent.iter().rev().find(|r| r.0 == row)?;
+                buf.extend_from_slice(&r.2);
+                r.1
+            }
+            None => {
+                let (p, whole) = self.coding(row)?;
+                if !whole {
+                    // A chain longer than the coder writes: not from here.
+                    return None;
+                }
+                let b = word(a, p);
+                let len = self.bounds[b as usize].len();
+                buf.extend((0..len).map(|k| float(a, p + 4 + 8 * k)));
+                b
+            }
+        };
+        // Forward again, each change applied.
+        for &p in chain[..n].iter().rev() {
+            let mut p = p;
+            for c in buf.iter_mut() {
+                *c += get_varint(a, &mut p) as f64;
+            }
         }
-        let slot = cache.0.entry(i).or_default();
-        *slot = (bounds, counts);
-        Some((&self.bounds[bounds as usize], &slot.1))
+        if recent.len() >= RECENT {
+            recent.remove(0);
+        }
+        recent.push((i, bounds, buf));
+        let last = recent.last()?;
+        Some((&self.bounds[bounds as usize], &last.2))
     }
 
     /// The bounds' id of row `i`'s buckets: its whole row's (a change
     /// keeps its row's bounds).
     fn bounds_of(&self, mut i: u32) -> u32 {
-        let a = &self.arena;
         loop {
-            let at = self.rows[i as usize].buckets as usize;
-            let word = u32::from_le_bytes(a[at + 1..at + 5].try_into().unwrap_or_default());
-            if a[at] == 0 {
-                return word;
+            let Some((p, whole)) = self.coding(i) else {
+                return 0;
+            };
+            let w = word(&self.arena, p);
+            if whole {
+                return w;
             }
-            i -= word;
+            i -= w;
         }
     }
 
     /// Row `i`'s `n` bucket counts.
     fn decode(&self, i: u32, n: usize) -> Vec<f64> {
         let a = &self.arena;
-        let mut at = self.rows[i as usize].buckets as usize;
-        let tag = a[at];
-        at += 1;
-        if tag == 0 {
-            at += 4;
-            return (0..n)
-                .map(|k| {
-                    let b: [u8; 8] = a[at + 8 * k..at + 8 * k + 8].try_into().unwrap_or_default();
-                    f64::from_le_bytes(b)
-                })
-                .collect();
+        let Some((mut p, whole)) = self.coding(i) else {
+            return vec![0.0; n];
+        };
+        if whole {
+            p += 4;
+            return (0..n).map(|k| float(a, p + 8 * k)).collect();
         }
-        let back = u32::from_le_bytes(a[at..at + 4].try_into().unwrap_or_default());
-        at += 4;
+        let back = word(a, p);
+        p += 4;
         let mut counts = self.decode(i - back, n);
         for c in counts.iter_mut() {
-            *c += get_varint(a, &mut at) as f64;
+            *c += get_varint(a, &mut p) as f64;
         }
         counts
     }
 
     /// Bytes held (for the benchmark's accounting).
     pub fn bytes(&self) -> usize {
-        self.rows.capacity() * std::mem::size_of::<Row>()
-            + self.groups.capacity() * std::mem::size_of::<Group>()
-            + self.arena.capacity()
+        let layouts: usize = (self.layouts.all.iter())
+            .map(|l| 12 * l.groups.capacity() + 4 * l.rows.capacity())
+            .sum();
+        self.a.capacity() * 8 + self.aux.capacity() * 4 + self.arena.capacity() + layouts
     }
 }
