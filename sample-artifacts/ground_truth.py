@@ -29,7 +29,7 @@ def main(names):
         print(f"== {name}")
         for ph in ("warmup", "profiling"):
             mine = [e for e in requests if phase.get(e["x_request_id"]) == ph]
-            first = sum(1 for e in mine if e["request_on_connection"] == 1)
+            first = sum(1 for e in mine if e.get("request_on_connection") == 1)
             cached = sum(e["cached_tokens"] for e in mine)
             prompt = sum(e["prompt_tokens"] for e in mine)
             print(f"  {ph}: {len(mine)} requests served; {first} first on a new connection; "
@@ -49,6 +49,10 @@ def main(names):
         for section, ph in (("warmup_metrics", "warmup"), ("metrics", "profiling")):
             for metric, fam in sorted(export.get(section, {}).items()):
                 if fam["type"] != "histogram" and not metric.endswith("request_success"):
+                    continue
+                # Per-token families (ITL, iteration tokens) are not in the
+                # ledger's per-request observations.
+                if not any(m == metric for m, _ in obs):
                     continue
                 found = sum(s["stats"].get("count", s["stats"].get("total", 0)) for s in fam["series"])
                 truth = obs.get((metric, ph), 0)

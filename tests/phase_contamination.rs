@@ -324,29 +324,24 @@ fn endpoint_without_traffic_is_noted_not_failed() {
     assert!(findings(&run, "unexplained-deficit").is_empty());
 }
 
-/// The boundary race: profiling TTFT observations published before the
-/// end-of-warmup scrape are counted in warmup; e2e is the control.
+/// The boundary race: profiling observations published before the
+/// end-of-warmup scrape are counted in warmup; e2e (observed at
+/// completion) is the control. On a real vLLM engine every family observed
+/// at arrival, scheduling or first token races it: TTFT among them, each
+/// finding held to the ledger.
 #[test]
 fn ttft_lost_to_warmup_is_found_with_e2e_as_control() {
     let (run, code) = sample("boundary-race");
     assert_eq!(code, 1);
     let f = findings(&run, "profiling-lost-to-warmup");
-    assert_eq!(f.len(), 1);
-    assert!(f[0]["message"]
+    assert!(f.iter().any(|x| x["message"]
         .as_str()
         .unwrap_or_default()
-        .starts_with("vllm:time_to_first_token_seconds"));
-    let p = row(&run, "vllm:time_to_first_token_seconds", "profiling");
-    let w = row(&run, "vllm:time_to_first_token_seconds", "warmup");
-    let lost = -p["delta"].as_f64().expect("delta");
-    assert!(lost >= 1.0);
-    assert_eq!(w["delta"].as_f64(), Some(lost));
+        .starts_with("vllm:time_to_first_token_seconds")));
     assert_eq!(
         run["checks"]["phase_contamination"]["control_metric"],
         "vllm:e2e_request_latency_seconds"
     );
-    // Ground truth: at least that many profiling TTFT observations were
-    // published before the warmup window closed.
     let export: Value = serde_json::from_str(
         &fs::read_to_string(run_dir("boundary-race").join("server_metrics_export.json"))
             .expect("read"),
@@ -356,26 +351,36 @@ fn ttft_lost_to_warmup_is_found_with_e2e_as_control() {
         .as_u64()
         .expect("we");
     let phases = phase_of("boundary-race");
-    let early = ledger("boundary-race")
-        .iter()
-        .filter(|e| e["event"] == "request")
-        .filter(|e| phases[e["x_request_id"].as_str().expect("id")] == "profiling")
-        .flat_map(|e| e["observations"].as_array().expect("obs").clone())
-        .filter(|o| o["metric"] == "vllm:time_to_first_token_seconds")
-        .filter(|o| o["t_ns"].as_u64().expect("t") < we)
-        .count();
-    assert!(
-        early as f64 >= lost,
-        "{early} early observations for {lost} lost"
-    );
-    // The repair puts the true per-phase counts back.
     let truth = ledger_truth("boundary-race");
-    for (phase, r) in [("profiling", p), ("warmup", w)] {
-        let (n, _) = truth[&(
-            "vllm:time_to_first_token_seconds".to_string(),
-            phase.to_string(),
-        )];
-        assert_eq!(r["corrected"]["count"], n, "{phase}");
+    for x in &f {
+        let metric = x["metric"].as_str().expect("metric");
+        let p = row(&run, metric, "profiling");
+        let w = row(&run, metric, "warmup");
+        let lost = -p["delta"].as_f64().expect("delta");
+        assert!(lost >= 1.0, "{metric}");
+        assert_eq!(w["delta"].as_f64(), Some(lost), "{metric}");
+        // Ground truth: at least that many profiling observations were
+        // published before the warmup window closed.
+        let early = ledger("boundary-race")
+            .iter()
+            .filter(|e| e["event"] == "request")
+            .filter(|e| phases[e["x_request_id"].as_str().expect("id")] == "profiling")
+            .flat_map(|e| e["observations"].as_array().expect("obs").clone())
+            .filter(|o| o["metric"] == metric)
+            .filter(|o| o["t_ns"].as_u64().expect("t") < we)
+            .count();
+        assert!(
+            early as f64 >= lost,
+            "{metric}: {early} early observations for {lost} lost"
+        );
+        if metric != "vllm:time_to_first_token_seconds" {
+            continue;
+        }
+        // The repair puts the true per-phase counts back.
+        for (phase, r) in [("profiling", p), ("warmup", w)] {
+            let (n, _) = truth[&(metric.to_string(), phase.to_string())];
+            assert_eq!(r["corrected"]["count"], n, "{phase}");
+        }
     }
 }
 
@@ -442,7 +447,7 @@ fn counter_timeslices_starting_before_profiling_are_flagged() {
         .as_u64()
         .expect("start");
     let early = start - 1_674_000_000_000;
-    let series = &mut export["metrics"]["sglang:prompt_tokens"]["series"][0];
+    let series = &mut export["metrics"]["vllm:prompt_tokens"]["series"][0];
     series["timeslices"] = json!([
         {"start_ns": early, "end_ns": start, "total": 254.0, "rate": 0.15},
         {"start_ns": start, "end_ns": start + 1_000_000_000, "total": 6083.0, "rate": 6083.0}
@@ -473,7 +478,7 @@ fn counter_timeslices_starting_before_profiling_are_flagged() {
         warmup_end + 1_000_000 < start,
         "the fixture's warmup ends before"
     );
-    export["metrics"]["sglang:prompt_tokens"]["series"][0]["timeslices"][0]["start_ns"] =
+    export["metrics"]["vllm:prompt_tokens"]["series"][0]["timeslices"][0]["start_ns"] =
         json!(start - 1_000_000);
     fs::write(&p, serde_json::to_string(&export).expect("ser")).expect("write");
     let (report, _) = json_report(&[&dir], &[]);
@@ -592,38 +597,38 @@ fn exact_repair_buckets_and_percentiles_equal_the_ledger() {
 /// and the finding carries the worst-case bias of the published estimate.
 #[test]
 fn excess_observations_bound_the_true_percentiles() {
-    for (run_name, metric, phase) in [
-        (
-            "late-warmup",
-            "vllm:request_prefill_time_seconds",
-            "profiling",
-        ),
-        (
-            "boundary-race",
-            "vllm:time_to_first_token_seconds",
-            "warmup",
-        ),
-    ] {
+    // Every excess the raw scrapes could not repair exactly, on every
+    // sample run.
+    let mut checked = 0;
+    for run_name in RUNS {
         let (run, _) = sample(run_name);
-        let m = row(&run, metric, phase);
-        assert!(
-            m["delta"].as_f64().expect("delta") >= 1.0,
-            "{run_name}: {m}"
-        );
-        let values = &ledger_values(run_name)[&(metric.to_string(), phase.to_string())];
-        let truth = bucketed(values, &export_les(run_name, metric));
-        let bounds = &m["true_percentile_bounds"];
-        let (low, high) = (stats_of(&bounds["low"]), stats_of(&bounds["high"]));
-        for (i, q) in [0.5, 0.9, 0.99].into_iter().enumerate() {
-            let t = prom_quantile(q, &truth);
-            assert!(
-                low[i] - 1e-12 <= t && t <= high[i] + 1e-12,
-                "{run_name} {metric} {phase} q{q}: {t} outside [{}, {}]",
-                low[i],
-                high[i]
-            );
+        for m in rows_all(&run) {
+            let bounds = &m["true_percentile_bounds"];
+            if bounds.is_null() || m["delta"].as_f64().is_none_or(|d| d < 1.0) {
+                continue;
+            }
+            let metric = m["metric"].as_str().expect("metric");
+            let phase = m["phase"].as_str().expect("phase");
+            let Some(values) =
+                ledger_values(run_name).remove(&(metric.to_string(), phase.to_string()))
+            else {
+                continue;
+            };
+            let truth = bucketed(&values, &export_les(run_name, metric));
+            let (low, high) = (stats_of(&bounds["low"]), stats_of(&bounds["high"]));
+            for (i, q) in [0.5, 0.9, 0.99].into_iter().enumerate() {
+                let t = prom_quantile(q, &truth);
+                assert!(
+                    low[i] - 1e-12 <= t && t <= high[i] + 1e-12,
+                    "{run_name} {metric} {phase} q{q}: {t} outside [{}, {}]",
+                    low[i],
+                    high[i]
+                );
+            }
+            checked += 1;
         }
     }
+    assert!(checked >= 1, "no excess to bound");
     // The late warmup observation's finding: the p-estimate bias it can cause.
     let (run, _) = sample("late-warmup");
     let f = findings(&run, "late-warmup-observation");
@@ -636,12 +641,22 @@ fn excess_observations_bound_the_true_percentiles() {
                 .is_some_and(|q| q.ends_with("_bias_up_to"))
         })
         .expect("a percentile bias effect");
-    // Found p99 over the lowest possible true p99 (the extra observation on top).
+    // The worst bias the found percentiles can have over any true value
+    // inside the bounds the test above holds to the ledger.
     let m = row(&run, "vllm:request_prefill_time_seconds", "profiling");
     let found = stats_of(&m["found_percentiles"]);
     let low = stats_of(&m["true_percentile_bounds"]["low"]);
-    let want = (found[2] - low[2]) / low[2] * 100.0;
-    assert_eq!(worst["quantity"], "profiling_p99_bias_up_to");
+    let high = stats_of(&m["true_percentile_bounds"]["high"]);
+    let (mut name, mut want) = ("", 0.0f64);
+    for (i, q) in ["p50", "p90", "p99"].into_iter().enumerate() {
+        for bound in [low[i], high[i]] {
+            let b = (found[i] - bound) / bound * 100.0;
+            if bound != 0.0 && b.abs() >= want.abs() {
+                (name, want) = (q, b);
+            }
+        }
+    }
+    assert_eq!(worst["quantity"], format!("profiling_{name}_bias_up_to"));
     assert!(
         (worst["value"].as_f64().expect("value") - want).abs() < 1e-9,
         "{worst}"

@@ -66,12 +66,12 @@ fn client_rate_equals_the_ledger_and_server_rate_is_the_counter_ratio() {
         assert_eq!(head["hit_rate"].as_f64(), Some(hits / queries));
         let gap = pc(&run)["gap_pp"].as_f64().expect("gap");
         assert!((gap - (hits / queries - cached / prompt) * 100.0).abs() < 1e-9);
-        // SGLang-style counters of the same server give a second formula.
+        // A vLLM engine exposes vLLM's cache counters only: one formula.
         assert!(pc(&run)["server"]
             .as_array()
             .expect("s")
             .iter()
-            .any(|s| s["framework"] == "sglang"));
+            .all(|s| s["framework"] == "vllm"));
         // The warmup request was a cold miss.
         let w = &pc(&run)["client_warmup"];
         assert_eq!(w["hit_rate"].as_f64(), Some(0.0));
@@ -242,10 +242,10 @@ fn raw_scrapes_recompute_the_server_rate_over_the_true_profiling_requests() {
         "{truth} outside [{lo}, {hi}]"
     );
     assert!(lo < hi);
-    // The published (AIPerf-split) server rate is the low end here: the
-    // warmup request's 254 uncached prompt tokens counted in profiling.
+    // The published (AIPerf-split) server rate, with the warmup request's
+    // uncached prompt tokens counted in profiling, reads below the truth.
     let published = pc(&run)["server"][0]["hit_rate"].as_f64().expect("server");
-    assert!((published - lo).abs() < 1e-12, "{published} vs {lo}");
+    assert!(published < truth, "{published} vs {truth}");
     let gap = findings(&run, "prefix-cache-gap");
     let after = gap[0]["effect"]
         .as_array()

@@ -250,8 +250,14 @@ fn one_cold_first_request_at_concurrency_1_is_left_to_cold_connections() {
     assert_eq!(run["checks"]["cold_connections"]["cold"].as_u64(), Some(1));
 }
 
+/// No clean control (a `clean` or `no-warmup` run of any version) has an
+/// opening wave, and a wave that is found does not name the server as its
+/// cause: the client's records cannot tell the server's start from the load
+/// generator's (prefix-cache-boundary's first profiling requests waited in
+/// AIPerf at the phase start; its ledger shows the server answering them at
+/// its steady speed).
 #[test]
-fn no_other_sample_or_fixture_run_has_an_opening_wave() {
+fn no_clean_control_has_an_opening_wave_and_a_wave_is_not_blamed_on_the_server() {
     let paths = [
         root().join("sample-artifacts"),
         root().join("fixtures/aiperf-versions"),
@@ -259,12 +265,15 @@ fn no_other_sample_or_fixture_run_has_an_opening_wave() {
     let refs: Vec<&std::path::Path> = paths.iter().map(|p| p.as_path()).collect();
     let (r, _) = json_report(&refs, &[]);
     for run in r["runs"].as_array().expect("runs") {
-        assert!(
-            findings(run, "ramp-up-bias").is_empty(),
-            "{}: {:?}",
-            run["path"],
-            findings(run, "ramp-up-bias")
-        );
+        let path = run["path"].as_str().expect("path");
+        let waves = findings(run, "ramp-up-bias");
+        if run["status"] == "pass" || path.ends_with("/clean") || path.ends_with("/no-warmup") {
+            assert!(waves.is_empty(), "{path}: {waves:?}");
+        }
+        for w in waves {
+            let text = w["message"].as_str().unwrap_or_default();
+            assert!(!text.contains("is the server's"), "{path}: {text}");
+        }
     }
 }
 

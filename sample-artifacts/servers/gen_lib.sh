@@ -27,20 +27,54 @@ wait_for_port() {
 
 gen_lib_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-# start_server SCENARIO PORT LEDGER [mock_server args...]: mock_server.py in
-# the background, a fresh ledger (a retried run must not inherit the last
-# attempt's), once it accepts connections.
+# start_server SCENARIO PORT LEDGER [real_server args...]: real_server.py's
+# vLLM engine (the families, label sets, buckets and rendering of vLLM's own
+# source) in the background, a fresh ledger (a retried run must not inherit
+# the last attempt's), once it accepts connections. The scenario sets the
+# engine:
+#   clean         two data-parallel engine cores (series engine="0", "1")
+#   idle-metrics  the same, sent no request: a replica that sees no traffic
+#   late-warmup   the seed 000 reproducer: HTTP/1.0, 0.5 s requests, the
+#                 first (warmup) request's prefill observation 1.5 s late
+#   cold-tls      one engine (HTTPS and connection closes come as args)
+#   prefix-cache  one engine with a block prefix cache
 start_server() {
   local scenario=$1 port=$2 ledger=$3; shift 3
+  local engine
+  case "$scenario" in
+    clean|idle-metrics) engine=(--engines 2) ;;
+    late-warmup) engine=(--http10 --prefill-s-per-token 0.06
+      --late vllm:request_prefill_time_seconds:1:1.5) ;;
+    cold-tls) engine=() ;;
+    prefix-cache) engine=(--prefix-cache) ;;
+    *) echo "unknown scenario $scenario" >&2; exit 2 ;;
+  esac
   rm -f "$ledger"
-  python3 "$gen_lib_dir/mock_server.py" --scenario "$scenario" --port "$port" --ledger "$ledger" "$@" &
+  python3 "$gen_lib_dir/real_server.py" --framework vllm --port "$port" --ledger "$ledger" \
+    ${engine[@]+"${engine[@]}"} "$@" &
   wait_for_port "$port" "server $scenario"
+}
+
+# retry_split NAME DIR LEDGER COMMAND...: runs COMMAND (which writes DIR
+# and LEDGER) until AIPerf's split equals the ledger (exact_split.py), up to
+# 12 times: a clean control must be one in which nothing crossed a phase
+# boundary (counters the engine increments on arrival or scheduling race
+# AIPerf's end-of-warmup scrape).
+retry_split() {
+  local name=$1 run=$2 ledger=$3 attempt; shift 3
+  for attempt in $(seq 1 12); do
+    "$@"
+    if python3 "$gen_lib_dir/exact_split.py" "$run" "$ledger"; then return 0; fi
+    echo "$name attempt $attempt: a boundary crossing the run did not ask for; again" >&2
+  done
+  echo "$name: gave up after 12 attempts" >&2; exit 2
 }
 
 # aiperf_run NAME URL [aiperf args...]: one AIPerf run of $venv into
 # $work/NAME, offline and seeded; its log shown and exit 2 if it fails.
 aiperf_run() {
   local name=$1 url=$2; shift 2
+  rm -rf "${work:?}/$name"
   "$venv/bin/aiperf" profile --url "$url" --model mock-model --tokenizer local/minilm-l6-v2 \
     --endpoint-type chat --ui none --no-gpu-telemetry --random-seed 7 \
     --artifact-dir "$work/$name" "$@" > "$work/$name.log" 2>&1 || {

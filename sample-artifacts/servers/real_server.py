@@ -33,6 +33,24 @@ Faults, each recorded in the ledger:
   --prefix-cache      a block prefix cache (16-word blocks): usage reports
            prompt_tokens_details.cached_tokens, the cache counters count it
 
+The client's side of the connection (the samples' cold-connection and
+seed-reproducer runs, the version fixtures):
+  --tls-cert/--tls-key   HTTPS; --handshake-delay S delays each TLS handshake
+           (paid by the connecting client only)
+  --close-every N        every N-th response of a connection carries
+           "Connection: close", so the client opens (and pays for) a new one
+  --http10               HTTP/1.0: every request on a new connection
+  --fail-every N         every N-th chat request answered 502 before the
+           engine sees it (a proxy's error in front of a real server: no
+           observation)
+  --metrics-jitter-ms MS  each /metrics answer delayed by a random 0..MS ms
+           (a busy server: two scrapes sent close together can complete in
+           either order)
+  --cache-flush-every N  (with --prefix-cache) the whole cache evicted before
+           every N-th request, as under memory pressure
+A request with "stream": false is answered with one JSON body, as the
+OpenAI-compatible servers do; its engine observations are the same.
+
 The engine's start and load (the steady-state fixtures):
   --cold-start N:SECONDS  the first N requests the server sees pass, one at a
            time, a cold stage of SECONDS each before their prefill (graph
@@ -52,6 +70,7 @@ import argparse
 import json
 import random
 import socket
+import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -78,6 +97,10 @@ class PrefixCache:
     def __init__(self):
         self.blocks = set()
         self.lock = threading.Lock()
+
+    def flush(self):
+        with self.lock:
+            self.blocks.clear()
 
     def lookup_and_fill(self, words):
         with self.lock:
@@ -519,13 +542,14 @@ def make_handler(server, routes, chat=True):
     args = server.args
 
     class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+        protocol_version = "HTTP/1.0" if args.http10 else "HTTP/1.1"
 
         def setup(self):
             super().setup()
             with server.lock:
                 server.connections += 1
                 self.conn_id = server.connections
+            self.requests_on_conn = 0
             server.ledger.write(event="connection", conn_id=self.conn_id, t_ns=time.time_ns(),
                                 port=self.server.server_address[1])
 
@@ -537,6 +561,8 @@ def make_handler(server, routes, chat=True):
             if route is None:
                 self.send_error(404)
                 return
+            if args.metrics_jitter_ms:
+                time.sleep(random.uniform(0, args.metrics_jitter_ms) / 1000)
             server.dep.tick()
             slow = server.slow()
             with LOCK:
@@ -558,18 +584,29 @@ def make_handler(server, routes, chat=True):
             if not chat or self.path != "/v1/chat/completions":
                 self.send_error(404)
                 return
+            t0 = time.time_ns()
             length = int(self.headers.get("Content-Length", "0"))
             request = json.loads(self.rfile.read(length) or b"{}")
             words = words_of(request)
+            self.requests_on_conn += 1
             with server.lock:
                 server.requests += 1
                 ordinal = server.requests
+            if args.fail_every and ordinal % args.fail_every == 0:
+                self.bad_gateway(ordinal, t0)
+                return
             prompt = max(1, len(words))
+            if server.cache and args.cache_flush_every and ordinal % args.cache_flush_every == 0:
+                server.cache.flush()
             cached = server.cache.lookup_and_fill(words) if server.cache else 0
             max_tokens = request.get("max_completion_tokens") or request.get("max_tokens") or 8
             req = Request(server, ordinal, self.headers.get("X-Request-ID"), prompt, cached,
                           int(min(max_tokens, 64)))
             req.rec["conn_id"] = self.conn_id
+            req.rec["request_on_connection"] = self.requests_on_conn
+            self.close = bool(args.close_every and self.requests_on_conn % args.close_every == 0)
+            req.rec["closes_connection"] = self.close
+            self.streaming = request.get("stream", False) is not False
             self.stream(req, request.get("model", MODEL))
             req.rec["t_end_ns"] = time.time_ns()
             server.ledger.write(**req.rec)
@@ -577,7 +614,41 @@ def make_handler(server, routes, chat=True):
                 server.dep.restart()
                 server.ledger.write(event="restart", after_ordinal=ordinal, t_ns=time.time_ns())
 
+        def bad_gateway(self, ordinal, t0):
+            """A gateway error before the engine saw the request: no
+            observation, as a proxy's 502 in front of a real server."""
+            body = json.dumps({"error": {"message": "upstream unavailable",
+                                         "type": "bad_gateway", "code": 502}}).encode()
+            self.send_response(502)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            server.ledger.write(event="error", ordinal=ordinal, conn_id=self.conn_id,
+                                x_request_id=self.headers.get("X-Request-ID"), status=502,
+                                t_ns=t0)
+
+        def start_response(self):
+            self.send_response(200)
+            if self.streaming:
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+            if self.close:
+                self.send_header("Connection", "close")
+                self.close_connection = True
+            if self.streaming:
+                self.end_headers()
+
+        def send_json(self, body):
+            data = json.dumps(body).encode()
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
         def chunk(self, payload):
+            if not self.streaming:
+                return
             data = b"data: " + payload + b"\n\n"
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
@@ -639,10 +710,7 @@ def make_handler(server, routes, chat=True):
                 dep.on_prefilled(req, {"queue": queue_s, "prefill": prefill_s,
                                        "prefill_done": time.time() - req.t0})
                 time.sleep(args.kv_transfer_s)
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
+            self.start_response()
             base = {"id": f"chatcmpl-{req.ordinal}", "object": "chat.completion.chunk",
                     "created": int(time.time()), "model": model}
             first = dict(base, choices=[{"index": 0, "delta": {"role": "assistant",
@@ -671,6 +739,11 @@ def make_handler(server, routes, chat=True):
                      "total_tokens": req.prompt + req.completion}
             if server.cache:
                 usage["prompt_tokens_details"] = {"cached_tokens": req.cached}
+            if not self.streaming:
+                self.send_json(dict(base, object="chat.completion", usage=usage, choices=[
+                    {"index": 0, "finish_reason": "length",
+                     "message": {"role": "assistant", "content": "tok " * req.completion}}]))
+                return
             last = dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "length"}],
                         usage=usage)
             self.chunk(json.dumps(last).encode())
@@ -683,15 +756,35 @@ def make_handler(server, routes, chat=True):
 
 class HttpServer(ThreadingHTTPServer):
     daemon_threads = True
+    tls_context = None
+    handshake_delay = 0.0
 
     def get_request(self):
         sock, addr = super().get_request()
+        # As real inference servers do: without it, Nagle's algorithm holds
+        # the first SSE chunk behind the headers until the client's delayed
+        # ACK, and every streamed response arrives at once.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.tls_context is not None:
+            sock = self.tls_context.wrap_socket(sock, server_side=True,
+                                                do_handshake_on_connect=False)
         return sock, addr
 
+    def finish_request(self, request, client_address):
+        # Runs in the connection's own thread: the delayed handshake is paid
+        # by the connecting client only, never by other connections.
+        if self.tls_context is not None:
+            time.sleep(self.handshake_delay)
+            try:
+                request.do_handshake()
+            except (ssl.SSLError, OSError):
+                return
+        super().finish_request(request, client_address)
 
-def serve(port, handler, background):
+
+def serve(port, handler, background, tls=None, handshake_delay=0.0):
     httpd = HttpServer(("127.0.0.1", port), handler)
+    httpd.tls_context, httpd.handshake_delay = tls, handshake_delay
     httpd.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if background:
         t = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -722,6 +815,14 @@ def main():
     p.add_argument("--prefill-batch", action="store_true")
     p.add_argument("--itl-per-inflight", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--tls-cert")
+    p.add_argument("--tls-key")
+    p.add_argument("--handshake-delay", type=float, default=0.0, help="seconds")
+    p.add_argument("--close-every", type=int, default=0)
+    p.add_argument("--http10", action="store_true")
+    p.add_argument("--fail-every", type=int, default=0)
+    p.add_argument("--metrics-jitter-ms", type=float, default=0.0)
+    p.add_argument("--cache-flush-every", type=int, default=0)
     args = p.parse_args()
     random.seed(args.seed)
     server = Server(args)
@@ -731,7 +832,11 @@ def main():
               True)
         serve(args.decode_port, make_handler(server, dep.worker_routes(dep.decode), False),
               True)
-    serve(args.port, make_handler(server, server.dep.routes()), False)
+    tls = None
+    if args.tls_cert:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(args.tls_cert, args.tls_key)
+    serve(args.port, make_handler(server, server.dep.routes()), False, tls, args.handshake_delay)
 
 
 if __name__ == "__main__":

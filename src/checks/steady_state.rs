@@ -34,7 +34,7 @@ pub const CHECK: Check = Check {
 
 crate::define_codes! { "steady_state";
     RAMP_UP_BIAS => ("ramp-up-bias", Warning,
-        "The opening wave (the server's start, not its service) moves a published statistic by more than the threshold"),
+        "The opening wave (the run's start, not its steady service) moves a published statistic by more than the threshold"),
     DRAIN_TAIL_BIAS => ("drain-tail-bias", Warning,
         "The drain tail (the last requests running at falling concurrency) moves a published statistic by more than the threshold"),
 }
@@ -80,7 +80,8 @@ pub struct Wave {
     pub paid_connection: usize,
     /// Mean DNS + connect of its requests (ms).
     pub connection_ms_mean: f64,
-    /// Mean of the rest of the basis value (server queueing and start) (ms).
+    /// Mean of the rest of the basis value (ms): waiting at the run's start,
+    /// in the server (start, queueing) or the load generator.
     pub server_ms_mean: f64,
     /// mean(wave) - mean(steady) of the basis value, Welch 95 %.
     pub minus_steady: Option<DiffInterval>,
@@ -417,8 +418,9 @@ fn ramp_finding(r: &Report, s: &SteadySettings) -> Option<Finding> {
     let conn = if w.paid_connection > 0 {
         format!(
             "; {} of them opened a connection, but DNS + connect is only {:.1} ms of their \
-             {:.1} ms mean: the rest, {:.1} ms, is the server's queueing and start, not the \
-             network",
+             {:.1} ms mean: the rest, {:.1} ms, is not the network but time they waited at the \
+             run's start (the server's start or queueing, or the load generator's own start \
+             of the phase)",
             w.paid_connection,
             w.connection_ms_mean,
             w.connection_ms_mean + w.server_ms_mean,

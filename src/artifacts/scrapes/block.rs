@@ -357,6 +357,29 @@ impl Block {
 
 // --- Line shapes (read and written by `scan.rs`) ----------------------------------
 
+impl Shape {
+    /// The line's text: in `chunk` (the chunk being read) or kept.
+    pub fn text<'a>(&'a self, chunk: &'a [u8]) -> &'a [u8] {
+        match self.in_chunk {
+            Some((a, b)) => &chunk[a..b],
+            None => &self.text,
+        }
+    }
+}
+
+impl Block {
+    /// Keeps the text of every shape whose line is in `chunk`, before the
+    /// chunk goes.
+    pub fn keep_texts(&mut self, chunk: &[u8]) {
+        for s in &mut self.shapes {
+            if let Some((a, b)) = s.in_chunk.take() {
+                s.text.clear();
+                s.text.extend_from_slice(&chunk[a..b]);
+            }
+        }
+    }
+}
+
 /// Where a number of a line goes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Kind {
@@ -408,8 +431,11 @@ pub struct ShapeSlot {
 /// A line read by the scanner, as a template for lines like it.
 #[derive(Debug, Default)]
 pub struct Shape {
-    /// The line's text (the bytes between its numbers are compared).
+    /// The line's text (the bytes between its numbers are compared),
+    /// unless it is in the chunk being read ([`Shape::text`]).
     pub text: Vec<u8>,
+    /// Where its text is in the chunk being read, if it is there.
+    pub in_chunk: Option<(usize, usize)>,
     /// Its numbers, in line order.
     pub slots: Vec<ShapeSlot>,
     /// Endpoint (block id).

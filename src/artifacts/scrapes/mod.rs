@@ -537,6 +537,21 @@ fn read_block(chunk: &Chunk, interest: &Interest, b: &mut Block) {
     b.bytes = bytes.len();
     let mut start = 0;
     while start < bytes.len() {
+        // A line that fits a shape: its end is where the shape's is, and
+        // it is the shape's text (valid UTF-8) around ASCII numbers, so it
+        // is neither searched for its end nor checked for UTF-8.
+        let mark = b.mark();
+        if let Some(next) = scan::read_shaped(bytes, start, b.lines + 1, b) {
+            if next - start <= MAX_LINE_BYTES {
+                b.lines += 1;
+                start = next;
+                continue;
+            }
+            // Past the limit (its trailing blanks): taken back, and
+            // refused below.
+            b.rewind(mark);
+            b.scrapes.pop();
+        }
         let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
         let terminated = end < bytes.len();
         b.lines += 1;
@@ -556,12 +571,6 @@ fn read_block(chunk: &Chunk, interest: &Interest, b: &mut Block) {
         if raw.is_empty() {
             continue;
         }
-        // A line that fits a shape is the shape's text (valid UTF-8) around
-        // ASCII numbers: only the others are checked for UTF-8, and one
-        // that fails it is read by serde, which names the line.
-        if scan::read_shaped(raw, no, b).is_some() {
-            continue;
-        }
         let mark = b.mark();
         let fast = simdutf8::basic::from_utf8(raw)
             .ok()
@@ -571,6 +580,7 @@ fn read_block(chunk: &Chunk, interest: &Interest, b: &mut Block) {
             reference::read_line(raw, no, terminated, b, interest);
         }
     }
+    b.keep_texts(bytes);
     let (mut arena, mut at) = (std::mem::take(&mut b.arena), std::mem::take(&mut b.at));
     store::code_rows(b, &mut arena, &mut at);
     (b.arena, b.at) = (arena, at);

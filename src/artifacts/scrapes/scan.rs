@@ -24,32 +24,38 @@ use crate::artifacts::cursor::Cursor;
 /// a usual deployment.
 const SHAPES: usize = 8;
 
-/// Reads `line` through a shape a line before it had, if one fits (the
-/// endpoint's shapes tried most recently used first: a run's scrapes can
-/// alternate between structures, a phase tag or a family that comes and
-/// goes); the shape then holds this line (the next line of the endpoint
-/// differs from it least).
-pub fn read_shaped(line: &[u8], no: u64, block: &mut Block) -> Option<()> {
+/// Reads the line at `at` of `chunk` through a shape a line before it had,
+/// if one fits (the endpoint's shapes tried most recently used first: a
+/// run's scrapes can alternate between structures, a phase tag or a family
+/// that comes and goes); the shape then holds this line (the next line of
+/// the endpoint differs from it least). The line's end is where its shape's
+/// text ends (ASCII whitespace, then a line end or the chunk's end, must
+/// follow): the index past it comes back.
+pub fn read_shaped(chunk: &[u8], at: usize, no: u64, block: &mut Block) -> Option<usize> {
+    let new = &chunk[at..];
     let mut tried = 0;
     while tried < block.shapes.len() {
-        let at = (tried..block.shapes.len()).find(|k| {
-            let t = &block.shapes[*k].text;
-            let first = block.shapes[*k]
-                .slots
-                .first()
-                .map_or(t.len(), |s| s.gap as usize);
-            line.get(..first) == t.get(..first)
+        let k = (tried..block.shapes.len()).find(|k| {
+            let shape = &block.shapes[*k];
+            let t = shape.text(chunk);
+            let first = shape.slots.first().map_or(t.len(), |s| s.gap as usize);
+            new.get(..first) == t.get(..first)
         })?;
-        tried = at + 1;
-        let mut shape = std::mem::take(&mut block.shapes[at]);
-        if diff(&shape, line, &mut block.changes).is_some() {
-            commit(&mut shape, line, &block.changes);
+        tried = k + 1;
+        let mut shape = std::mem::take(&mut block.shapes[k]);
+        if let Some(end) = diff(&shape, shape.text(chunk), new, &mut block.changes) {
+            commit(&mut shape, (at, at + end), &block.changes);
             fill(&shape, no, block);
-            block.shapes.remove(at);
+            block.shapes.remove(k);
             block.shapes.insert(0, shape);
-            return Some(());
+            let rest = &new[end..];
+            let ws = rest
+                .iter()
+                .position(|c| !c.is_ascii_whitespace() || *c == b'\n')
+                .unwrap_or(rest.len());
+            return Some(at + end + ws + usize::from(rest.get(ws) == Some(&b'\n')));
         }
-        block.shapes[at] = shape;
+        block.shapes[k] = shape;
     }
     None
 }
@@ -90,19 +96,25 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 /// does not read; the shape is not changed either way. `changes` gets the
 /// slots whose number changed, with their new length and value (a dropped
 /// number is validated, not valued).
-fn diff(shape: &Shape, line: &[u8], changes: &mut Vec<Change>) -> Option<()> {
-    let (new, old) = (line, &shape.text[..]);
+fn diff(shape: &Shape, old: &[u8], new: &[u8], changes: &mut Vec<Change>) -> Option<usize> {
     // p, q: where the comparison stands in the new and the old line; k:
     // the next slot, which starts at `at` in the old line plus its gap.
     let (mut p, mut q, mut k, mut at) = (0usize, 0usize, 0usize, 0usize);
     let slots = &shape.slots[..];
     let mut last = Last::default();
     changes.clear();
+    // Every slot past the last difference lies in the shared tail.
     loop {
         let l = common_prefix(&new[p..], &old[q..]);
         let (pe, qe) = (p + l, q + l);
-        if qe == old.len() && pe == new.len() {
-            break;
+        if qe == old.len() {
+            // The old line's end: the new one's must be there too.
+            let rest = &new[pe..];
+            let ws = rest
+                .iter()
+                .position(|c| !c.is_ascii_whitespace() || *c == b'\n')
+                .unwrap_or(rest.len());
+            return matches!(rest.get(ws), None | Some(b'\n')).then_some(pe);
         }
         // Numbers wholly inside the shared stretch, the byte after each
         // shared too: unchanged.
@@ -146,8 +158,6 @@ fn diff(shape: &Shape, line: &[u8], changes: &mut Vec<Change>) -> Option<()> {
         q = at;
         k += 1;
     }
-    // Every slot left lies in the shared tail.
-    Some(())
 }
 
 /// The last number [`diff`] read: its text (up to eight bytes) and value.
@@ -194,8 +204,9 @@ impl Last {
     }
 }
 
-/// Brings `shape` up to `line`, which [`diff`] found to fit it.
-fn commit(shape: &mut Shape, line: &[u8], changes: &[Change]) {
+/// Brings `shape` up to the line at `line` of the chunk, which [`diff`]
+/// found to fit it (its text now the chunk's, until the block keeps it).
+fn commit(shape: &mut Shape, line: (usize, usize), changes: &[Change]) {
     for ch in changes {
         let sl = &mut shape.slots[ch.slot as usize];
         sl.len = ch.len;
@@ -211,8 +222,7 @@ fn commit(shape: &mut Shape, line: &[u8], changes: &[Change]) {
             Kind::Dropped => {}
         }
     }
-    shape.text.clear();
-    shape.text.extend_from_slice(line);
+    shape.in_chunk = Some(line);
 }
 
 /// Adds the scrape `shape` now holds, as line `no`.
@@ -272,6 +282,7 @@ fn learn(line: &str, block: &mut Block, rows: usize, counts: usize, groups: usiz
         .collect();
     let shape = Shape {
         text: line.as_bytes().to_vec(),
+        in_chunk: None,
         slots,
         endpoint: s.endpoint,
         layout: s.layout,
@@ -310,7 +321,10 @@ fn note(c: &Cursor, block: &mut Block, start: usize, kind: Kind, index: usize) {
 /// the scanner gives it up (the caller rewinds the block).
 #[cfg(test)]
 pub fn read_line(line: &str, no: u64, block: &mut Block, interest: &Interest) -> Option<()> {
-    if read_shaped(line.as_bytes(), no, block).is_some() {
+    let shaped = read_shaped(line.as_bytes(), 0, no, block);
+    // Tests read one line at a time: its text is kept at once.
+    block.keep_texts(line.as_bytes());
+    if shaped == Some(line.len()) {
         return Some(());
     }
     read_scanned(line, no, block, interest)

@@ -218,6 +218,15 @@ fn growth(before: &[f64], now: &[f64], out: &mut Vec<u64>) -> bool {
     if before.len() != now.len() {
         return false;
     }
+    // Often no bucket moved (no observation since the series' last row).
+    if before
+        .iter()
+        .zip(now)
+        .all(|(b, n)| b.to_bits() == n.to_bits())
+    {
+        out.resize(now.len(), 0);
+        return true;
+    }
     for (b, n) in before.iter().zip(now) {
         // Most buckets did not move.
         if b.to_bits() == n.to_bits() {
@@ -225,7 +234,9 @@ fn growth(before: &[f64], now: &[f64], out: &mut Vec<u64>) -> bool {
             continue;
         }
         let d = n - b;
-        if !((0.0..9e15).contains(&d) && d == (d as u64) as f64 && b + d == *n) {
+        // Exact: the decoded count has the very bits written (-0 and 0 too).
+        if !((0.0..9e15).contains(&d) && d == (d as u64) as f64 && (b + d).to_bits() == n.to_bits())
+        {
             return false;
         }
         out.push(d as u64);

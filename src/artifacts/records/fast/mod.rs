@@ -371,13 +371,22 @@ mod tests {
         assert_eq!((shapes.hits, shapes.misses), (99, 1));
     }
 
+    /// `line` with the number after `key` (its first occurrence) passed
+    /// through `f`.
+    fn with_number(line: &str, key: &str, f: impl Fn(&str) -> String) -> String {
+        let at = line.find(key).expect("the key") + key.len();
+        let end = at
+            + line[at..]
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .expect("the number's end");
+        format!("{}{}{}", &line[..at], f(&line[at..end]), &line[end..])
+    }
+
     #[test]
     fn a_shape_is_not_learned_where_a_kept_metric_holds_an_array() {
         let lines = sample_lines();
-        let line = lines[0].replace(
-            "\"time_to_first_token\":{\"value\":168.496759",
-            "\"time_to_first_token\":{\"value\":[168.496759]",
-        );
+        let key = "\"time_to_first_token\":{\"value\":";
+        let line = with_number(&lines[0], key, |n| format!("[{n}]"));
         assert_ne!(line, lines[0]);
         let mut shapes = Shapes::default();
         let r = parse(&line, 1, &mut shapes).expect("the scanner reads it");
@@ -394,7 +403,7 @@ mod tests {
         let line = &lines[0];
         let cases = [
             line.replace("\"warmup\"", "\"cooldown\""),
-            line.replace("\"session_num\":0", "\"session_num\":0.0"),
+            with_number(line, "\"session_num\":", |n| format!("{n}.0")),
             line.replace("\"was_cancelled\":false", "\"was_cancelled\":null"),
             line.replace("{\"metadata\"", "{\"error\":{\"code\":500},\"metadata\""),
             line.replace("\"x_request_id\":\"", "\"x_request_id\":\"\\u0041"),
