@@ -116,10 +116,13 @@ pub fn births(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Birth> {
     for (ep, list) in read.by_endpoint() {
         let scrapes: Vec<&Scrape> = list.iter().map(|(s, _)| *s).collect();
         let keep = |id: u32| cumulative[id as usize];
+        // A series is born at a change of layout only: within a run of one
+        // layout the walk visits falls, which have a scrape before.
         read.walk_series(
             &scrapes,
             keep,
             |_| true,
+            0.0,
             |i, id, x, before| {
                 if i == 0 || before.is_some() {
                     return;
@@ -161,7 +164,7 @@ pub fn detect(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Reset> {
         // a value is passed over).
         let keep = |id: u32| cumulative[id as usize];
         let valued = |x: &crate::artifacts::scrapes::Sample| x.cumulative().is_some();
-        read.walk_series(&scrapes, keep, valued, |i, id, x, before| {
+        read.walk_series(&scrapes, keep, valued, 1e-9, |i, id, x, before| {
             let (Some(v), Some(prev)) = (x.cumulative(), before.and_then(|b| b.cumulative()))
             else {
                 return;

@@ -271,34 +271,71 @@ impl ScrapesRead {
     }
 
     /// Goes through `list` (one endpoint's scrapes, in the order a check
-    /// reads them) and calls `visit(i, family, now, before)` for every
-    /// sample of every family `keep` accepts (by id), `before` being the
+    /// reads them) and calls `visit(i, family, now, before)` for the
+    /// samples of the families `keep` accepts (by id), `before` being the
     /// same series' sample in the last scrape of the list before `i` that
     /// had it and `remember` accepts (scrapes of one layout have the same
     /// numbers at a position, so `remember` must depend only on which
-    /// numbers a sample has). A series is found at its position while the
-    /// scrapes share a layout, and by (family, label set) across a change
-    /// of layout.
+    /// numbers a sample has). A scrape whose layout differs from the one
+    /// before it (the first, a family or series that comes or goes) has
+    /// every sample visited, its series found by (family, label set);
+    /// within a run of one layout every series is at its position in the
+    /// scrape before, so only where a cumulative quantity fell by more than
+    /// `fall` times `max(|before|, 1)` is a sample visited: a comparison of
+    /// two columns of numbers, not a visit per sample.
     pub fn walk_series<'a>(
         &'a self,
         list: &[&'a Scrape],
         keep: impl Fn(u32) -> bool,
         remember: impl Fn(&Sample<'a>) -> bool,
+        fall: f64,
         mut visit: impl FnMut(usize, u32, Sample<'a>, Option<Sample<'a>>),
     ) {
         // The last row of each series, kept up to the end of the last run
         // of scrapes with one layout.
         let mut last: BySeries<Sample<'a>> = BySeries::default();
+        // Per layout: the (position, family) of the kept samples that have
+        // a cumulative quantity.
+        let mut counted: std::collections::HashMap<
+            u32,
+            Vec<(u32, u32)>,
+            foldhash::fast::RandomState,
+        > = Default::default();
+        let a = self.store.cumulatives();
         let mut prev: Option<&Scrape> = None;
         for (i, s) in list.iter().enumerate() {
             let layout = self.store.layout(s.layout);
             match prev {
                 Some(p) if p.layout == s.layout => {
-                    for g in layout.groups.iter().filter(|g| keep(g.0)) {
-                        let now = self.samples_in(s, g);
-                        let before = self.samples_in(p, g);
-                        for (x, y) in now.zip(before) {
-                            visit(i, g.0, x, remember(&y).then_some(y));
+                    let positions = counted.entry(s.layout).or_insert_with(|| {
+                        let mut v = Vec::new();
+                        for g in layout.groups.iter().filter(|g| keep(g.0)) {
+                            for k in g.1..g.2 {
+                                let f = store::flags_of(layout.rows[k as usize]);
+                                if f & (store::HAS_COUNT | store::HAS_VALUE) != 0 {
+                                    v.push((k, g.0));
+                                }
+                            }
+                        }
+                        v
+                    });
+                    let (now, before) = (s.first_row as usize, p.first_row as usize);
+                    for &(k, family) in positions.iter() {
+                        let (v, b) = (a[now + k as usize], a[before + k as usize]);
+                        if v < b - fall * b.abs().max(1.0) {
+                            let tag = layout.rows[k as usize];
+                            let sample = |row: usize| Sample {
+                                store: &self.store,
+                                row: row as u32,
+                                tag,
+                            };
+                            let y = sample(before + k as usize);
+                            visit(
+                                i,
+                                family,
+                                sample(now + k as usize),
+                                remember(&y).then_some(y),
+                            );
                         }
                     }
                 }
@@ -407,10 +444,12 @@ fn drops<'s>(read: &ScrapesRead, pairs: impl Iterator<Item = (&'s Scrape, &'s Sc
     for (a, b) in pairs {
         let keep = |id: u32| untyped || typed[id as usize];
         let pair = [a, b];
+        // Only a fall counts: `v < p`.
         read.walk_series(
             &pair,
             keep,
             |_| true,
+            0.0,
             |i, _, x, before| {
                 if i == 0 || (untyped && x.count().is_none()) {
                     return;
@@ -487,7 +526,7 @@ pub fn read_with(
         size,
         ..Merge::default()
     };
-    let batch = 4 * rayon::current_num_threads().max(1);
+    let batch = 2 * rayon::current_num_threads().max(1);
     let mut chunks = src.batch(batch)?;
     // Two sets of blocks: one scanned while the other is merged; each
     // block's allocations reused from chunk to chunk.

@@ -60,6 +60,12 @@ pub fn read_shaped(chunk: &[u8], at: usize, no: u64, block: &mut Block) -> Optio
     None
 }
 
+/// The 32 bytes of `s` at `k`, as an array (compared with vector compares).
+#[inline(always)]
+fn chunk32(s: &[u8], k: usize) -> Option<&[u8; 32]> {
+    s.get(k..k + 32)?.try_into().ok()
+}
+
 /// How many leading bytes `a` and `b` share, eight at a time.
 #[inline(always)]
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
@@ -72,14 +78,9 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
             return i + (x.trailing_zeros() / 8) as usize;
         }
         i += 8;
-        // A long shared stretch: 32 bytes a step.
-        while i + 32 <= n
-            && ((w(a, i) ^ w(b, i))
-                | (w(a, i + 8) ^ w(b, i + 8))
-                | (w(a, i + 16) ^ w(b, i + 16))
-                | (w(a, i + 24) ^ w(b, i + 24)))
-                == 0
-        {
+        // A long shared stretch: 32 bytes a step (an array comparison, which
+        // the compiler does with vector compares).
+        while i + 32 <= n && chunk32(a, i) == chunk32(b, i) {
             i += 32;
         }
     }
@@ -577,32 +578,70 @@ fn number_at(b: &[u8], at: &mut usize) -> Option<f64> {
     if let Some(v) = short_decimal(b, at) {
         return Some(v);
     }
-    let (text, end) = number_text(b, *at)?;
+    let (end, _, _) = number_extent(b, *at)?;
+    // ASCII, so UTF-8.
+    let text = std::str::from_utf8(&b[*at..end]).ok()?;
     let v = text.parse().ok().filter(|v: &f64| v.is_finite())?;
     *at = end;
     Some(v)
 }
 
-/// The JSON number at `at` as text, and where it ends: the run of bytes
-/// a number is made of, held to the grammar by [`Cursor::number`].
-fn number_text(b: &[u8], at: usize) -> Option<(&str, usize)> {
-    let run = b[at..]
-        .iter()
-        .position(|c| !matches!(c, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-'))
-        .unwrap_or(b.len() - at);
-    // ASCII, so UTF-8.
-    let text = std::str::from_utf8(&b[at..at + run]).ok()?;
-    let mut c = Cursor::new(text);
-    let (number, _) = c.number()?;
-    Some((number, at + number.len()))
+/// The extent of the JSON number at `at` as [`Cursor::number`] reads it
+/// (an exponent of one to three digits; anything longer is serde's to
+/// judge): where it ends, whether it is a plain non-negative integer and
+/// whether it has an exponent.
+#[inline(always)]
+fn number_extent(b: &[u8], at: usize) -> Option<(usize, bool, bool)> {
+    let digits = |mut i: usize| {
+        while let Some(b'0'..=b'9') = b.get(i) {
+            i += 1;
+        }
+        i
+    };
+    let negative = b.get(at) == Some(&b'-');
+    let d0 = at + usize::from(negative);
+    let first = *b.get(d0)?;
+    let mut i = digits(d0);
+    if i == d0 || (first == b'0' && i - d0 > 1) {
+        return None;
+    }
+    let mut integer = !negative;
+    if b.get(i) == Some(&b'.') {
+        let f0 = i + 1;
+        i = digits(f0);
+        if i == f0 {
+            return None;
+        }
+        integer = false;
+    }
+    let mut exponent = false;
+    if let Some(b'e' | b'E') = b.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = b.get(i) {
+            i += 1;
+        }
+        let e0 = i;
+        i = digits(e0);
+        if !(1..=3).contains(&(i - e0)) {
+            return None;
+        }
+        (integer, exponent) = (false, true);
+    }
+    Some((i, integer, exponent))
 }
 
 /// A `u64` written as plain digits at `*at` (as [`Cursor::u64`] reads
 /// it), `*at` moved past it.
+#[inline(always)]
 fn u64_at(b: &[u8], at: &mut usize) -> Option<u64> {
-    let (text, end) = number_text(b, *at)?;
-    let mut c = Cursor::new(text);
-    let v = c.u64()?;
+    let (end, integer, _) = number_extent(b, *at)?;
+    if !integer {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in &b[*at..end] {
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
     *at = end;
     Some(v)
 }
@@ -610,14 +649,18 @@ fn u64_at(b: &[u8], at: &mut usize) -> Option<u64> {
 /// A number of a family the checks do not read: validated as [`number`]
 /// validates it (serde reads it into an `f64`, so out of range is its
 /// error), its value not computed where it cannot be out of range.
+#[inline(always)]
 fn skip_number_at(b: &[u8], at: &mut usize) -> Option<()> {
     if short_decimal(b, at).is_some() {
         return Some(());
     }
-    let (text, end) = number_text(b, *at)?;
+    let (end, _, exponent) = number_extent(b, *at)?;
     // Without an exponent, under 300 digits is below f64::MAX.
-    let finite = text.len() < 300 && !text.bytes().any(|c| c == b'e' || c == b'E')
-        || text.parse().is_ok_and(|v: f64| v.is_finite());
+    let finite = (end - *at < 300 && !exponent)
+        || std::str::from_utf8(&b[*at..end])
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .is_some_and(|v: f64| v.is_finite());
     finite.then(|| *at = end)
 }
 

@@ -234,12 +234,17 @@ fn growth(before: &[f64], now: &[f64], out: &mut Vec<u64>) -> bool {
             continue;
         }
         let d = n - b;
-        // Exact: the decoded count has the very bits written (-0 and 0 too).
-        if !((0.0..9e15).contains(&d) && d == (d as u64) as f64 && (b + d).to_bits() == n.to_bits())
-        {
+        // Exact: a whole growth (an `i64` conversion is one instruction,
+        // a `u64` one several) whose decoded count has the very bits
+        // written (-0 and 0 too).
+        if !(d >= 0.0 && d < 9e15) {
             return false;
         }
-        out.push(d as u64);
+        let k = d as i64;
+        if k as f64 != d || (b + d).to_bits() != n.to_bits() {
+            return false;
+        }
+        out.push(k as u64);
     }
     true
 }
@@ -474,6 +479,11 @@ impl Store {
         }
         let at = self.aux[i as usize] as usize;
         Some(float(&self.arena, at + 1))
+    }
+
+    /// Every row's count, else value (0 without either): a column.
+    pub fn cumulatives(&self) -> &[f64] {
+        &self.a
     }
 
     /// A row's cumulative quantity: the count, else the value.
