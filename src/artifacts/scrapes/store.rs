@@ -237,7 +237,7 @@ fn growth(before: &[f64], now: &[f64], out: &mut Vec<u64>) -> bool {
         // Exact: a whole growth (an `i64` conversion is one instruction,
         // a `u64` one several) whose decoded count has the very bits
         // written (-0 and 0 too).
-        if !(d >= 0.0 && d < 9e15) {
+        if !(0.0..9e15).contains(&d) {
             return false;
         }
         let k = d as i64;
