@@ -62,3 +62,35 @@ fn every_format_of_all_sample_runs() {
         }
     }
 }
+
+/// Every fixture run's findings (the concise format: one line per finding,
+/// with its numbers), one snapshot per fixture folder: a change in a
+/// reader, the model or a check that moves any report shows in review
+/// (issue 17: reports identical on every sample and fixture run).
+#[test]
+fn every_fixture_run_concise() {
+    std::env::set_current_dir(root()).expect("chdir");
+    let mut folders = vec![
+        "fixtures/steady-state".to_string(),
+        "fixtures/compare".to_string(),
+        "fixtures/parquet".to_string(),
+    ];
+    let mut versions: Vec<String> = std::fs::read_dir("fixtures/aiperf-versions")
+        .expect("versions")
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| {
+            format!(
+                "fixtures/aiperf-versions/{}",
+                e.file_name().to_string_lossy()
+            )
+        })
+        .collect();
+    versions.sort();
+    folders.extend(versions);
+    for folder in &folders {
+        let text = output(&["--format", "concise", folder]);
+        let name = folder.trim_start_matches("fixtures/").replace('/', "-");
+        insta::assert_snapshot!(format!("fixtures-{name}.concise"), text);
+    }
+}

@@ -511,18 +511,29 @@ pub fn load(dir: &Path) -> RunArtifacts {
     if let Some(m) = run.manifest.as_mut() {
         reversed_phases(m, f);
     }
-    run.records = read_lines(dir, records::FILE, f, |file, len| {
-        records::read_sized(file, Some(len))
-    });
     // The export types the families: the gauges it names are not read.
     let interest = run
         .server
         .as_ref()
         .map(|s| s.scrape_interest())
         .unwrap_or_default();
-    run.scrapes = read_lines(dir, scrapes::FILE, f, |file, len| {
-        scrapes::read_with(file, &interest, Some(len))
-    });
+    // The two large files at once (each reader's workers are the pool's):
+    // their findings in this order whichever finishes first.
+    let (mut from_records, mut from_scrapes) = (Vec::new(), Vec::new());
+    (run.records, run.scrapes) = rayon::join(
+        || {
+            read_lines(dir, records::FILE, &mut from_records, |file, len| {
+                records::read_sized(file, Some(len))
+            })
+        },
+        || {
+            read_lines(dir, scrapes::FILE, &mut from_scrapes, |file, len| {
+                scrapes::read_with(file, &interest, Some(len))
+            })
+        },
+    );
+    f.append(&mut from_records);
+    f.append(&mut from_scrapes);
     if run.scrapes.is_none() && !dir.join(scrapes::FILE).exists() {
         run.scrapes = parquet_scrapes(dir, run.server.as_ref(), &interest, f);
     }

@@ -157,13 +157,21 @@ pub fn cumulative(
     // stand (the last row decoded).
     let mut memo: Vec<(u32, bool)> = Vec::new();
     let mut cursors: Vec<(u32, SeriesCursor)> = Vec::new();
-    // The bounds of the last series added, and their columns.
-    let (mut last_les, mut columns): (Vec<Option<f64>>, Vec<usize>) = Default::default();
+    // The bounds of the last series added, their columns, and whether
+    // those are every column in order.
+    let (mut last_les, mut columns): (&[Option<f64>], Vec<usize>) = (&[], Vec::new());
+    let mut identity = false;
     // Before the family's first appearance on the endpoint it had no series
     // yet (a labelled series exists from its first observation on): 0.
-    let first = ordered
-        .iter()
-        .position(|(s, _)| scrapes.samples_of(s, ids).is_some());
+    // Each scrape's group of the family, found once per layout.
+    let mut by_layout: Vec<(u32, Option<usize>)> = Vec::new();
+    let groups: Vec<Option<usize>> = (ordered.iter())
+        .map(|(s, _)| {
+            let k = slot(&mut by_layout, 0, s.layout, || scrapes.group_index(s, ids));
+            by_layout[k].1
+        })
+        .collect();
+    let first = groups.iter().position(Option::is_some);
     let mut out = Points {
         pts: Vec::with_capacity(ordered.len()),
         ..Points::default()
@@ -174,21 +182,22 @@ pub fn cumulative(
         count: 0.0,
         sum: Some(0.0),
     };
-    for (i, (s, t)) in ordered.into_iter().enumerate() {
+    for (i, &(s, t)) in ordered.iter().enumerate() {
         let w = out.les.len();
         if first.is_some_and(|f| i < f) {
             out.pts.push(zero(s, t));
             out.counts.resize(out.counts.len() + w, f64::NAN);
             continue;
         }
-        let Some(ss) = scrapes.samples_of(s, ids) else {
+        let Some(g) = groups[i] else {
             continue;
         };
+        let ss = scrapes.samples_at(s, g);
         // The point's row, appended now and cut back if the point is left out.
         let (at, mark) = (out.pts.len(), out.counts.len());
         out.pts.push(zero(s, t));
         out.counts.resize(mark + w, f64::NAN);
-        let mut complete = true;
+        let (mut complete, mut filled) = (true, false);
         for (k, x) in ss.enumerate() {
             let id = x.labels_id();
             let m = slot(&mut memo, k, id, || keep(x.labels()));
@@ -209,19 +218,28 @@ pub fn cumulative(
             let Some((les, counts)) = x.buckets_after(&mut cursors[c].1) else {
                 continue;
             };
-            if les.iter().any(Option::is_none) {
-                complete = false;
-                break;
-            }
-            if last_les.as_slice() != les {
-                last_les = les.to_vec();
+            // The bounds are interned: the same bounds, the same slice.
+            if !std::ptr::eq(last_les, les) {
+                if les.iter().any(Option::is_none) {
+                    complete = false;
+                    break;
+                }
+                last_les = les;
                 columns = les.iter().flatten().map(|le| out.column(*le)).collect();
+                identity = columns.iter().enumerate().all(|(k, j)| k == *j)
+                    && columns.len() == out.les.len();
             }
             let w = out.les.len();
             let row = &mut out.counts[at * w..(at + 1) * w];
-            for (&j, &n) in columns.iter().zip(counts) {
-                row[j] = if row[j].is_nan() { n } else { row[j] + n };
+            if identity && !filled {
+                // The point's first series, over every bound: its counts.
+                row.copy_from_slice(counts);
+            } else {
+                for (&j, &n) in columns.iter().zip(counts) {
+                    row[j] = if row[j].is_nan() { n } else { row[j] + n };
+                }
             }
+            filled = true;
         }
         if !complete {
             out.pts.truncate(at);

@@ -239,6 +239,21 @@ impl ScrapesRead {
         Some(self.samples_in(s, g))
     }
 
+    /// Where the family of ids `ids` ([`ScrapesRead::family`]) is among the
+    /// groups of scrapes of `s`'s layout (the same for every scrape of it).
+    pub fn group_index(&self, s: &Scrape, ids: [Option<u32>; 2]) -> Option<usize> {
+        let groups = &self.store.layout(s.layout).groups;
+        ids.into_iter()
+            .flatten()
+            .find_map(|id| groups.iter().position(|g| g.0 == id))
+    }
+
+    /// The samples of the group at `index` of `s`'s layout
+    /// ([`ScrapesRead::group_index`]).
+    pub fn samples_at(&self, s: &Scrape, index: usize) -> Samples<'_> {
+        self.samples_in(s, &self.store.layout(s.layout).groups[index])
+    }
+
     /// The samples of a family, found by its name with or without `_total`
     /// (prometheus_client strips it from counter families, AIPerf keeps it).
     pub fn samples(&self, s: &Scrape, name: &str) -> Option<Samples<'_>> {
@@ -735,12 +750,35 @@ mod tests {
         assert_eq!(r.findings[0].field.as_deref(), Some("timestamp_ns"));
     }
 
+    /// Every raw-scrape file of the sample runs and the fixtures.
+    fn committed_scrape_files() -> Vec<std::path::PathBuf> {
+        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if p.file_name().is_some_and(|n| n == FILE) {
+                    out.push(p);
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut out = Vec::new();
+        walk(&root.join("sample-artifacts/runs"), &mut out);
+        walk(&root.join("fixtures"), &mut out);
+        out.sort();
+        out
+    }
+
     #[test]
-    fn every_sample_line_reads_as_serde_reads_it_and_through_the_scanner() {
-        let runs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-artifacts/runs");
+    fn every_committed_line_reads_as_serde_reads_it_and_through_the_scanner() {
+        let files = committed_scrape_files();
+        assert!(files.len() > 40, "{} files", files.len());
         let mut lines = 0;
-        for run in std::fs::read_dir(runs).expect("runs") {
-            let path = run.expect("run").path().join(FILE);
+        for path in files {
             let Ok(data) = std::fs::read(&path) else {
                 continue;
             };

@@ -204,6 +204,28 @@ fn get_varint(b: &[u8], at: &mut usize) -> u64 {
     }
 }
 
+/// Adds to each count its growth, the varints from `at` on: eight at a
+/// time where eight bytes in a row are one-byte varints (a bucket that grew
+/// by less than 128, the usual case).
+fn add_growths(b: &[u8], mut at: usize, counts: &mut [f64]) {
+    let mut k = 0;
+    while k + 8 <= counts.len() {
+        let Some(w) = b.get(at..at + 8) else { break };
+        let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
+        if w & 0x8080_8080_8080_8080 != 0 {
+            break;
+        }
+        for (j, c) in counts[k..k + 8].iter_mut().enumerate() {
+            *c += ((w >> (8 * j)) & 0x7f) as f64;
+        }
+        at += 8;
+        k += 8;
+    }
+    for c in &mut counts[k..] {
+        *c += get_varint(b, &mut at) as f64;
+    }
+}
+
 fn word(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or_default())
 }
@@ -573,10 +595,7 @@ impl Store {
         };
         // Forward again, each change applied.
         for &p in chain[..n].iter().rev() {
-            let mut p = p;
-            for c in buf.iter_mut() {
-                *c += get_varint(a, &mut p) as f64;
-            }
+            add_growths(a, p, &mut buf);
         }
         if recent.len() >= RECENT {
             recent.remove(0);
@@ -612,11 +631,8 @@ impl Store {
             return (0..n).map(|k| float(a, p + 8 * k)).collect();
         }
         let back = word(a, p);
-        p += 4;
         let mut counts = self.decode(i - back, n);
-        for c in counts.iter_mut() {
-            *c += get_varint(a, &mut p) as f64;
-        }
+        add_growths(a, p + 4, &mut counts);
         counts
     }
 
