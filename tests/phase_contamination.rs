@@ -670,3 +670,40 @@ fn rows_all(run: &Value) -> Vec<&Value> {
         .iter()
         .collect()
 }
+
+/// AIPerf 0.12 and later take a phase's baseline to be the scrape stored
+/// just before the first one tagged with the phase, whatever its time: the
+/// `warmup-absorbed` finding names that scrape. Retagging the baseline of
+/// prefix-cache-boundary (line 3) as profiling moves AIPerf's baseline to
+/// line 2, which the finding then names, though line 3 is still the last
+/// scrape answered before profiling started.
+#[test]
+fn the_absorbed_baseline_is_the_scrape_before_the_first_tagged_profiling() {
+    let (_t, dir) = copy_run("prefix-cache-boundary");
+    let named = |dir: &std::path::Path| -> Vec<String> {
+        let (report, _) = json_report(&[dir], &[]);
+        findings(&report["runs"][0], "warmup-absorbed")
+            .iter()
+            .map(|f| f["message"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let before = named(&dir);
+    assert!(!before.is_empty());
+    assert!(before
+        .iter()
+        .all(|m| m.contains("baseline is the scrape at line 3,")));
+    let p = dir.join("server_metrics_export.jsonl");
+    let mut scrapes = jsonl(&p);
+    assert_eq!(scrapes[2]["benchmark_phase"], "warmup");
+    assert_eq!(scrapes[3]["benchmark_phase"], "profiling");
+    scrapes[2]["benchmark_phase"] = json!("profiling");
+    write_jsonl(&p, &scrapes);
+    let after = named(&dir);
+    assert!(!after.is_empty());
+    assert!(
+        after
+            .iter()
+            .all(|m| m.contains("baseline is the scrape at line 2,")),
+        "{after:?}"
+    );
+}

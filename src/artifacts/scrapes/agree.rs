@@ -3,7 +3,7 @@
 //! lines, and the `scrapes_jsonl` fuzz target).
 
 use super::reference::RawScrape;
-use super::{read_from, Labels, ScrapesRead};
+use super::{read_from, Labels, ScrapePhase, ScrapesRead};
 use crate::artifacts::records::MAX_LINE_BYTES;
 use crate::findings::MAX_LISTED;
 use crate::stats::le_value;
@@ -11,7 +11,13 @@ use crate::stats::le_value;
 /// One scrape as plain data: endpoint, times, and per family (in name
 /// order) each sample's labels, value, count, sum and buckets (by bound
 /// text order).
-type Plain = (String, u64, Option<u64>, Vec<(String, Vec<PlainSample>)>);
+type Plain = (
+    String,
+    u64,
+    Option<u64>,
+    &'static str,
+    Vec<(String, Vec<PlainSample>)>,
+);
 
 type PlainSample = (
     Labels,
@@ -61,7 +67,14 @@ fn by_serde(data: &[u8]) -> (Vec<(u64, Plain)>, usize) {
                         (name, xs)
                     })
                     .collect();
-                let plain = (s.endpoint_url, s.timestamp_ns, s.request_sent_ns, fams);
+                let phase = ScrapePhase::of(s.benchmark_phase.as_deref()).as_str();
+                let plain = (
+                    s.endpoint_url,
+                    s.timestamp_ns,
+                    s.request_sent_ns,
+                    phase,
+                    fams,
+                );
                 expected.push((i as u64 + 1, plain));
             }
             _ => bad += 1,
@@ -93,6 +106,7 @@ fn by_reader(read: &ScrapesRead) -> Vec<(u64, Plain)> {
                     read.endpoint(s).to_string(),
                     s.timestamp_ns,
                     s.request_sent_ns,
+                    s.phase.as_str(),
                     fams,
                 ),
             )

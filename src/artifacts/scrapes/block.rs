@@ -47,6 +47,37 @@ pub struct LineScrape {
     pub groups: (u32, u32),
     /// Its layout (block id; [`Block::layout_last`]).
     pub layout: u32,
+    /// The phase AIPerf tagged it with.
+    pub phase: ScrapePhase,
+}
+
+closed_set! {
+    /// The phase AIPerf tagged a scrape with (`benchmark_phase`): absent for
+    /// the configure-time baseline and the idle scrapes between phases.
+    #[derive(Default)]
+    pub enum ScrapePhase {
+        /// No tag.
+        #[default]
+        Untagged => "untagged",
+        /// Warmup.
+        Warmup => "warmup",
+        /// Profiling.
+        Profiling => "profiling",
+        /// A tag this reader does not know.
+        Other => "other",
+    }
+}
+
+impl ScrapePhase {
+    /// The phase of a tag as written.
+    pub fn of(tag: Option<&str>) -> ScrapePhase {
+        match tag {
+            None => ScrapePhase::Untagged,
+            Some("warmup") => ScrapePhase::Warmup,
+            Some("profiling") => ScrapePhase::Profiling,
+            Some(_) => ScrapePhase::Other,
+        }
+    }
 }
 
 /// One sample of a block.
@@ -442,6 +473,9 @@ pub struct Shape {
     pub endpoint: u32,
     /// Layout (block id).
     pub layout: u32,
+    /// The line's phase tag (text between numbers: the same in every line
+    /// of the shape).
+    pub phase: ScrapePhase,
     /// The line's `timestamp_ns`.
     pub ts: u64,
     /// Its `request_sent_ns`.

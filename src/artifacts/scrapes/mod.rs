@@ -35,7 +35,7 @@ mod store;
 #[doc(hidden)]
 pub use agree::assert_agrees;
 use block::{Block, Problem};
-pub use block::{Interest, Labels};
+pub use block::{Interest, Labels, ScrapePhase};
 use source::{Chunk, Source};
 pub use store::SeriesCursor;
 use store::Store;
@@ -57,6 +57,8 @@ pub struct Scrape {
     /// Its layout (families and label sets, shared by the scrapes of one
     /// structure): equal ids, the same series at the same positions.
     pub layout: u32,
+    /// The phase AIPerf tagged it with (`benchmark_phase`).
+    pub phase: ScrapePhase,
     /// Its first row in the store.
     first_row: u32,
 }
@@ -707,6 +709,7 @@ impl Merge {
                 line: base + m.line,
                 layout: m.layout,
                 first_row: m.first_row,
+                phase: m.phase,
             });
         }
     }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::block::{Block, Interest, LineRow, LineScrape, Problem, NONE};
+use super::block::{Block, Interest, LineRow, LineScrape, Problem, ScrapePhase, NONE};
 use crate::findings::reading;
 
 objects_only!(RawSample, RawScrape);
@@ -45,9 +45,8 @@ pub struct RawScrape {
     /// When the scrape request was sent (ns; AIPerf 0.13 and later).
     #[serde(default)]
     pub request_sent_ns: Option<u64>,
-    /// The phase AIPerf tagged this scrape with (not used by the checks).
+    /// The phase AIPerf tagged this scrape with.
     #[serde(default)]
-    #[allow(dead_code)]
     pub benchmark_phase: Option<String>,
     /// Family name -> samples.
     #[serde(default)]
@@ -132,6 +131,7 @@ fn push_raw(block: &mut Block, s: RawScrape, line: u64, interest: &Interest) {
         request_sent_ns: s.request_sent_ns,
         groups: (first_group, block.groups.len() as u32),
         layout: 0,
+        phase: ScrapePhase::of(s.benchmark_phase.as_deref()),
     });
     block.name_series();
     block.layout_last();

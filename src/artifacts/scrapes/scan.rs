@@ -16,7 +16,8 @@
 //! and a number scan per number, instead of a walk of the grammar.
 
 use super::block::{
-    Block, Change, Interest, Kind, Labels, LineRow, LineScrape, Shape, ShapeSlot, Slot, NONE,
+    Block, Change, Interest, Kind, Labels, LineRow, LineScrape, ScrapePhase, Shape, ShapeSlot,
+    Slot, NONE,
 };
 use crate::artifacts::cursor::Cursor;
 
@@ -247,6 +248,7 @@ fn fill(shape: &Shape, no: u64, block: &mut Block) {
         request_sent_ns: shape.sent,
         groups: (group0 as u32, block.groups.len() as u32),
         layout: shape.layout,
+        phase: shape.phase,
     });
 }
 
@@ -287,6 +289,7 @@ fn learn(line: &str, block: &mut Block, rows: usize, counts: usize, groups: usiz
         slots,
         endpoint: s.endpoint,
         layout: s.layout,
+        phase: s.phase,
         ts: s.timestamp_ns,
         sent: s.request_sent_ns,
         groups: block.groups[groups..]
@@ -351,7 +354,7 @@ fn scan_line(line: &str, no: u64, block: &mut Block, interest: &Interest) -> Opt
     let mut c = Cursor::new(line);
     let mut les = Vec::new();
     let (mut endpoint, mut ts, mut sent) = (None, None, None);
-    let (mut phase, mut metrics) = (false, false);
+    let (mut phase, mut metrics) = (None, false);
     let first_group = block.groups.len() as u32;
     c.fields(|c, key| {
         match key {
@@ -368,9 +371,8 @@ fn scan_line(line: &str, no: u64, block: &mut Block, interest: &Interest) -> Opt
                     note(c, block, start, Kind::Sent, 0);
                 }
             }
-            "benchmark_phase" if !phase => {
-                phase = true;
-                c.opt_string()?;
+            "benchmark_phase" if phase.is_none() => {
+                phase = Some(ScrapePhase::of(c.opt_string()?));
             }
             "metrics" if !metrics => {
                 metrics = true;
@@ -395,6 +397,7 @@ fn scan_line(line: &str, no: u64, block: &mut Block, interest: &Interest) -> Opt
         request_sent_ns: sent.flatten(),
         groups: (first_group, block.groups.len() as u32),
         layout: 0,
+        phase: phase.unwrap_or_default(),
     });
     block.name_series();
     block.layout_last();

@@ -41,6 +41,8 @@ pub struct Merged {
     pub layout: u32,
     /// Its first row.
     pub first_row: u32,
+    /// Its phase tag.
+    pub phase: super::block::ScrapePhase,
 }
 
 /// Rows of one series between two whole bucket records.
@@ -420,6 +422,7 @@ impl Store {
                 request_sent_ns: s.request_sent_ns,
                 layout: map.layouts[s.layout as usize],
                 first_row: first,
+                phase: s.phase,
             });
         }
         out

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use super::{Expected, Found};
 use crate::artifacts::records::{Phase, Record};
-use crate::artifacts::scrapes::{Scrape, ScrapesRead};
+use crate::artifacts::scrapes::{Scrape, ScrapePhase, ScrapesRead};
 use crate::artifacts::server_metrics::ServerMetricsExport;
 use crate::checks::Ctx;
 use crate::frameworks::ObservedAt;
@@ -185,8 +185,11 @@ impl Builder<'_> {
         }
     }
 
-    /// The warmup observations after AIPerf's profiling baseline: the last
-    /// scrape answered before profiling started, else the first timeslice.
+    /// The warmup observations after AIPerf's profiling baseline. Where the
+    /// raw scrapes carry AIPerf's phase tags (0.12 on), the baseline is
+    /// AIPerf's own: the scrape stored just before the first one tagged
+    /// profiling; otherwise the last scrape answered before profiling
+    /// started (AIPerf's rule without tags), else the first timeslice.
     fn absorbed(
         &self,
         f: &Found,
@@ -196,10 +199,19 @@ impl Builder<'_> {
         scrapes: Option<&[(&Scrape, u64)]>,
     ) -> Option<(u64, String)> {
         let baseline = scrapes.and_then(|list| {
-            list.iter()
-                .filter(|(s, _)| s.timestamp_ns < ps)
-                .max_by_key(|(s, _)| s.timestamp_ns)
-                .map(|(s, t)| (s.line, *t))
+            let mut stored: Vec<&(&Scrape, u64)> = list.iter().collect();
+            stored.sort_by_key(|(s, _)| s.line);
+            let first_tagged = stored
+                .iter()
+                .position(|(s, _)| s.phase == ScrapePhase::Profiling);
+            match first_tagged {
+                Some(k) => k.checked_sub(1).map(|b| (stored[b].0.line, stored[b].1)),
+                None => list
+                    .iter()
+                    .filter(|(s, _)| s.timestamp_ns < ps)
+                    .max_by_key(|(s, _)| s.timestamp_ns)
+                    .map(|(s, t)| (s.line, *t)),
+            }
         });
         let first_slice = [f.profiling]
             .into_iter()
