@@ -2,19 +2,13 @@
 //! scrapes, with families, endpoints, label sets and bucket bounds interned
 //! within the block (a block's thousands of rows name a few dozen of each).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
-use super::store::{Layout, FLAGS_SHIFT, HAS_COUNT, HAS_SUM, HAS_VALUE};
+use super::rows::{Labels, Layout, ScrapePhase, FLAGS_SHIFT, HAS_COUNT, HAS_SUM, HAS_VALUE, NONE};
 
 /// Maps of the interned ids: foldhash, several times faster than SipHash on
 /// these short keys.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-
-/// Labels of one series.
-pub type Labels = BTreeMap<String, String>;
-
-/// "No bucket bounds" in a row.
-pub const NONE: u32 = u32::MAX;
 
 /// Which families are kept: all but those the export types as gauges (no
 /// check reads a gauge from the raw scrapes; the process start time, which
@@ -49,35 +43,6 @@ pub struct LineScrape {
     pub layout: u32,
     /// The phase AIPerf tagged it with.
     pub phase: ScrapePhase,
-}
-
-closed_set! {
-    /// The phase AIPerf tagged a scrape with (`benchmark_phase`): absent for
-    /// the configure-time baseline and the idle scrapes between phases.
-    #[derive(Default)]
-    pub enum ScrapePhase {
-        /// No tag.
-        #[default]
-        Untagged => "untagged",
-        /// Warmup.
-        Warmup => "warmup",
-        /// Profiling.
-        Profiling => "profiling",
-        /// A tag this reader does not know.
-        Other => "other",
-    }
-}
-
-impl ScrapePhase {
-    /// The phase of a tag as written.
-    pub fn of(tag: Option<&str>) -> ScrapePhase {
-        match tag {
-            None => ScrapePhase::Untagged,
-            Some("warmup") => ScrapePhase::Warmup,
-            Some("profiling") => ScrapePhase::Profiling,
-            Some(_) => ScrapePhase::Other,
-        }
-    }
 }
 
 /// One sample of a block.

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::block::{Block, Interest, LineRow, LineScrape, Problem, ScrapePhase, NONE};
+use super::block::{Block, Interest, LineRow, LineScrape, Problem};
+use super::rows::{ScrapePhase, NONE};
 use crate::findings::reading;
 
 objects_only!(RawSample, RawScrape);

@@ -15,10 +15,8 @@
 //! reads to the same rows with its own numbers: a comparison of the bytes
 //! and a number scan per number, instead of a walk of the grammar.
 
-use super::block::{
-    Block, Change, Interest, Kind, Labels, LineRow, LineScrape, ScrapePhase, Shape, ShapeSlot,
-    Slot, NONE,
-};
+use super::block::{Block, Change, Interest, Kind, LineRow, LineScrape, Shape, ShapeSlot, Slot};
+use super::rows::{Labels, ScrapePhase, NONE};
 use crate::artifacts::cursor::Cursor;
 
 /// Shapes a block keeps (most recently used first): one per endpoint of

@@ -25,7 +25,11 @@
 /// foldhash: several times faster than SipHash on these short keys.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
-use super::block::{Block, Labels, NONE};
+use super::block::Block;
+use super::rows::{
+    flags_of, labels_of, Labels, Layout, ScrapePhase, FLAGS_SHIFT, HAS_COUNT, HAS_SUM, HAS_VALUE,
+    NONE,
+};
 
 /// A block's scrape as it joined the columns.
 pub struct Merged {
@@ -42,21 +46,12 @@ pub struct Merged {
     /// Its first row.
     pub first_row: u32,
     /// Its phase tag.
-    pub phase: super::block::ScrapePhase,
+    pub phase: ScrapePhase,
 }
 
 /// Rows of one series between two whole bucket records.
 const WHOLE_EVERY: u32 = 32;
 
-/// A position's numbers, above its label set's id ([`FLAGS_SHIFT`]).
-pub const HAS_VALUE: u32 = 1;
-/// See [`HAS_VALUE`].
-pub const HAS_COUNT: u32 = 2;
-/// See [`HAS_VALUE`].
-pub const HAS_SUM: u32 = 4;
-
-/// Where a position keeps its `HAS_*` bits: above the label set's id.
-pub const FLAGS_SHIFT: u32 = 29;
 /// How many label sets the columns number (the ids below the flags).
 const LABEL_IDS: usize = 1 << FLAGS_SHIFT;
 
@@ -64,27 +59,6 @@ const LABEL_IDS: usize = 1 << FLAGS_SHIFT;
 const REC_SUM: u8 = 1;
 const REC_WHOLE: u8 = 2;
 const REC_CHANGE: u8 = 4;
-
-/// The structure of a scrape: its families (in name order once the file is
-/// read), each a range of row positions, and per position the label set's
-/// id with the `HAS_*` bits above it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Layout {
-    /// (family id, first position, end position).
-    pub groups: Vec<(u32, u32, u32)>,
-    /// Per position: label set id | `HAS_*` << [`FLAGS_SHIFT`].
-    pub rows: Vec<u32>,
-}
-
-/// The label set's id of a position's tag.
-pub fn labels_of(tag: u32) -> u32 {
-    tag & ((1 << FLAGS_SHIFT) - 1)
-}
-
-/// The `HAS_*` bits of a position's tag.
-pub fn flags_of(tag: u32) -> u32 {
-    tag >> FLAGS_SHIFT
-}
 
 /// Per series: where its buckets stand (while coding a block).
 #[derive(Debug, Default)]

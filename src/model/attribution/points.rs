@@ -1,0 +1,252 @@
+//! A family's cumulative series on one endpoint as points in state order
+//! ([`cumulative`]): what [`super::by_observation`] and
+//! [`super::by_span`] attribute the increments of.
+
+use std::collections::BTreeMap;
+
+use crate::artifacts::scrapes::{Sample, Samples, Scrape, ScrapesRead, SeriesCursor};
+
+/// One scrape of a cumulative series: its time, the summed count (a
+/// histogram's `_count`, a counter's value) and the summed sum
+/// (histograms); its buckets are in the [`Points`] it belongs to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    /// Scrape time (ns).
+    pub t: u64,
+    /// The scrape's line in the file (identifies the scrape).
+    pub line: u64,
+    /// Cumulative count (histogram) or value (counter).
+    pub count: f64,
+    /// Cumulative sum (histograms; `None` for counters).
+    pub sum: Option<f64>,
+}
+
+impl Point {
+    /// What the series accumulates: a histogram's sum, a counter's value.
+    pub fn amount(&self) -> f64 {
+        self.sum.unwrap_or(self.count)
+    }
+}
+
+/// A family's points on one endpoint ([`cumulative`]), with their buckets:
+/// one row of counts per point over the bounds any point has (in the order
+/// of `le`'s bits: bits of non-negative floats order as their values),
+/// `NaN` where a point has no such bucket. The series of a family share
+/// their bounds, so a row is the sum of its series' counts and a point
+/// allocates nothing of its own.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Points {
+    pts: Vec<Point>,
+    pub(super) les: Vec<f64>,
+    counts: Vec<f64>,
+}
+
+impl std::ops::Deref for Points {
+    type Target = [Point];
+    fn deref(&self) -> &[Point] {
+        &self.pts
+    }
+}
+
+impl Points {
+    /// Point `i`'s counts, one per bound.
+    pub(super) fn row(&self, i: usize) -> &[f64] {
+        let w = self.les.len();
+        &self.counts[i * w..(i + 1) * w]
+    }
+
+    /// Point `i`'s buckets, `(le, count)` in `le` order.
+    pub(super) fn buckets(&self, i: usize) -> impl Iterator<Item = (f64, f64)> + '_ {
+        (self.les.iter().copied())
+            .zip(self.row(i).iter().copied())
+            .filter(|(_, c)| !c.is_nan())
+    }
+
+    /// Bound `le`'s column, added (every row `NaN` there) if new.
+    fn column(&mut self, le: f64) -> usize {
+        let key = le_key(le);
+        match self.les.binary_search_by_key(&key, |x| le_key(*x)) {
+            Ok(j) => j,
+            Err(j) => {
+                // Every row (one per point) gets the new column.
+                let w = self.les.len();
+                let mut counts = Vec::with_capacity(self.pts.len() * (w + 1));
+                for r in 0..self.pts.len() {
+                    let row = &self.counts[r * w..(r + 1) * w];
+                    counts.extend_from_slice(&row[..j]);
+                    counts.push(f64::NAN);
+                    counts.extend_from_slice(&row[j..]);
+                }
+                self.counts = counts;
+                self.les.insert(j, le);
+                j
+            }
+        }
+    }
+}
+
+fn le_key(le: f64) -> u64 {
+    // Order-preserving for non-negative floats (bucket bounds are >= 0).
+    le.to_bits()
+}
+
+/// The index of `id` in `v` (tried first at `hint`, where it usually is),
+/// added with `make` if absent.
+fn slot<T>(v: &mut Vec<(u32, T)>, hint: usize, id: u32, make: impl FnOnce() -> T) -> usize {
+    if v.get(hint).is_some_and(|x| x.0 == id) {
+        return hint;
+    }
+    match v.iter().position(|x| x.0 == id) {
+        Some(k) => k,
+        None => {
+            v.push((id, make()));
+            v.len() - 1
+        }
+    }
+}
+
+/// The cumulative series of `family` (with or without `_total`) on
+/// `endpoint`, summed over the samples whose labels `keep` accepts, in state
+/// order, each at the latest time its state can be from. Scrapes before the
+/// family's first appearance count 0 (its series did not exist yet); a
+/// later scrape without it, or with a kept sample that lacks its value, is
+/// left out.
+pub fn cumulative(
+    scrapes: &ScrapesRead,
+    endpoint: &str,
+    family: &str,
+    keep: impl Fn(&BTreeMap<String, String>) -> bool,
+) -> Points {
+    let ordered = scrapes.of_endpoint(endpoint);
+    let ids = scrapes.family(family);
+    // Each scrape's group of the family, found once per layout.
+    let mut by_layout: Vec<(u32, Option<usize>)> = Vec::new();
+    let groups: Vec<Option<usize>> = (ordered.iter())
+        .map(|(s, _)| {
+            let k = slot(&mut by_layout, 0, s.layout, || scrapes.group_index(s, ids));
+            by_layout[k].1
+        })
+        .collect();
+    // Before the family's first appearance on the endpoint it had no series
+    // yet (a labelled series exists from its first observation on): 0.
+    let first = groups.iter().position(Option::is_some);
+    let mut out = Points {
+        pts: Vec::with_capacity(ordered.len()),
+        ..Points::default()
+    };
+    let mut adder = Adder::new(keep);
+    for (i, &(s, t)) in ordered.iter().enumerate() {
+        if first.is_some_and(|f| i < f) {
+            out.push_zero(s, t);
+            continue;
+        }
+        let Some(g) = groups[i] else {
+            continue;
+        };
+        // The point's row, appended now and cut back if the point is left out.
+        let at = out.push_zero(s, t);
+        if adder.add(&mut out, at, scrapes.samples_at(s, g)).is_none() {
+            out.pts.truncate(at);
+            out.counts.truncate(at * out.les.len());
+        }
+    }
+    out
+}
+
+impl Points {
+    /// Appends a point of count 0 at scrape `s`, time `t`, with no buckets;
+    /// its index comes back.
+    fn push_zero(&mut self, s: &Scrape, t: u64) -> usize {
+        self.pts.push(Point {
+            t,
+            line: s.line,
+            count: 0.0,
+            sum: Some(0.0),
+        });
+        self.counts
+            .resize(self.counts.len() + self.les.len(), f64::NAN);
+        self.pts.len() - 1
+    }
+}
+
+/// Sums a scrape's kept samples into a point: per label set, whether it is
+/// kept (decided once) and where its buckets stand (the rows last decoded);
+/// the bounds of the last series added, their columns, and whether those
+/// are every column in order.
+struct Adder<'s, K> {
+    keep: K,
+    memo: Vec<(u32, bool)>,
+    cursors: Vec<(u32, SeriesCursor)>,
+    last_les: &'s [Option<f64>],
+    columns: Vec<usize>,
+    identity: bool,
+}
+
+impl<'s, K: Fn(&BTreeMap<String, String>) -> bool> Adder<'s, K> {
+    fn new(keep: K) -> Self {
+        Adder {
+            keep,
+            memo: Vec::new(),
+            cursors: Vec::new(),
+            last_les: &[],
+            columns: Vec::new(),
+            identity: false,
+        }
+    }
+
+    /// Adds the kept samples of `ss` to point `at`; `None` when one lacks
+    /// its value or has a bucket without a bound (the point is left out).
+    fn add(&mut self, out: &mut Points, at: usize, ss: Samples<'s>) -> Option<()> {
+        let mut filled = false;
+        for (k, x) in ss.enumerate() {
+            let id = x.labels_id();
+            let m = slot(&mut self.memo, k, id, || (self.keep)(x.labels()));
+            if !self.memo[m].1 {
+                continue;
+            }
+            let v = x.cumulative()?;
+            let p = &mut out.pts[at];
+            p.count += v;
+            p.sum = p.sum.zip(x.sum()).map(|(a, b)| a + b);
+            filled |= self.buckets(out, at, k, &x, filled)?;
+        }
+        Some(())
+    }
+
+    /// Adds sample `x`'s buckets (the `k`-th of its scrape) to point `at`'s
+    /// row: whether it had any.
+    fn buckets(
+        &mut self,
+        out: &mut Points,
+        at: usize,
+        k: usize,
+        x: &Sample<'s>,
+        filled: bool,
+    ) -> Option<bool> {
+        let c = slot(&mut self.cursors, k, x.labels_id(), SeriesCursor::default);
+        let Some((les, counts)) = x.buckets_after(&mut self.cursors[c].1) else {
+            return Some(false);
+        };
+        // The bounds are interned: the same bounds, the same slice.
+        if !std::ptr::eq(self.last_les, les) {
+            if les.iter().any(Option::is_none) {
+                return None;
+            }
+            self.last_les = les;
+            self.columns = les.iter().flatten().map(|le| out.column(*le)).collect();
+            self.identity = self.columns.iter().enumerate().all(|(k, j)| k == *j)
+                && self.columns.len() == out.les.len();
+        }
+        let w = out.les.len();
+        let row = &mut out.counts[at * w..(at + 1) * w];
+        if self.identity && !filled {
+            // The point's first series, over every bound: its counts.
+            row.copy_from_slice(counts);
+        } else {
+            for (&j, &n) in self.columns.iter().zip(counts) {
+                row[j] = if row[j].is_nan() { n } else { row[j] + n };
+            }
+        }
+        Some(true)
+    }
+}
