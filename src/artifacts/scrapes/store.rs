@@ -65,7 +65,8 @@ const REC_CHANGE: u8 = 4;
 struct Chain {
     row: u32,
     bounds: u32,
-    counts: Vec<f64>,
+    /// Its last row's counts: a range of the block's (not copied).
+    counts: (u32, u32),
     since_whole: u32,
 }
 
@@ -277,10 +278,11 @@ pub fn code_rows(b: &Block, arena: &mut Vec<u8>, at: &mut Vec<u32>) {
                     // Every row's series is named; a row without one is coded whole.
                     let mut lone = Chain::default();
                     let chain = chains.get_mut(r.series as usize).unwrap_or(&mut lone);
+                    let before = &b.counts[chain.counts.0 as usize..chain.counts.1 as usize];
                     let delta = chain.since_whole + 1 < WHOLE_EVERY
                         && chain.bounds == r.bounds
-                        && !chain.counts.is_empty()
-                        && growth(&chain.counts, counts, &mut scratch);
+                        && !before.is_empty()
+                        && growth(before, counts, &mut scratch);
                     if delta {
                         tag |= REC_CHANGE;
                         arena.extend_from_slice(&(index - chain.row).to_le_bytes());
@@ -297,8 +299,7 @@ pub fn code_rows(b: &Block, arena: &mut Vec<u8>, at: &mut Vec<u32>) {
                         chain.bounds = r.bounds;
                     }
                     chain.row = index;
-                    chain.counts.clear();
-                    chain.counts.extend_from_slice(counts);
+                    chain.counts = r.counts;
                 }
                 arena[tag_at] = tag;
             }
