@@ -29,6 +29,63 @@ pub fn bytes_eq(w: u64, c: u8) -> u64 {
     x.wrapping_sub(LO) & !x & HI
 }
 
+/// Where the run of ASCII digits of `b` from `i` ends, eight at a time.
+#[inline(always)]
+pub fn digits_end(b: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().ok().unwrap_or_default());
+        // High bit set in each byte that is not '0'..='9' (exact for the
+        // lowest: digits neither carry nor borrow).
+        let other = (w.wrapping_add(LO * 0x46) | w.wrapping_sub(LO * 0x30)) & HI;
+        if other != 0 {
+            return i + (other.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(b'0'..=b'9') = b.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// The extent of the JSON number of `b` at `at` (no whitespace before it;
+/// an exponent of one to three digits: anything longer is serde's to
+/// judge, with its range handling): where it ends, whether it is a plain
+/// non-negative integer, whether it has an exponent.
+#[inline(always)]
+pub fn number_extent(b: &[u8], at: usize) -> Option<(usize, bool, bool)> {
+    let negative = b.get(at) == Some(&b'-');
+    let d0 = at + usize::from(negative);
+    let first = *b.get(d0)?;
+    let mut i = digits_end(b, d0);
+    if i == d0 || (first == b'0' && i - d0 > 1) {
+        return None;
+    }
+    let mut integer = !negative;
+    if b.get(i) == Some(&b'.') {
+        let f0 = i + 1;
+        i = digits_end(b, f0);
+        if i == f0 {
+            return None;
+        }
+        integer = false;
+    }
+    let mut exponent = false;
+    if let Some(b'e' | b'E') = b.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = b.get(i) {
+            i += 1;
+        }
+        let e0 = i;
+        i = digits_end(b, e0);
+        if !(1..=3).contains(&(i - e0)) {
+            return None;
+        }
+        (integer, exponent) = (false, true);
+    }
+    Some((i, integer, exponent))
+}
+
 /// The line, and the cursor's place in it.
 pub struct Cursor<'a> {
     /// The line.
@@ -131,61 +188,18 @@ impl<'a> Cursor<'a> {
     /// Eats ASCII digits, eight at a time; how many.
     #[inline(always)]
     pub fn digits(&mut self) -> usize {
-        let b = self.b;
         let start = self.i;
-        let mut i = start;
-        while let Some(chunk) = b.get(i..i + 8) {
-            let w = u64::from_le_bytes(chunk.try_into().ok().unwrap_or_default());
-            // High bit set in each byte that is not '0'..='9' (exact for the
-            // lowest: digits neither carry nor borrow).
-            let other = (w.wrapping_add(LO * 0x46) | w.wrapping_sub(LO * 0x30)) & HI;
-            if other != 0 {
-                i += (other.trailing_zeros() / 8) as usize;
-                self.i = i;
-                return i - start;
-            }
-            i += 8;
-        }
-        while let Some(b'0'..=b'9') = b.get(i) {
-            i += 1;
-        }
-        self.i = i;
-        i - start
+        self.i = digits_end(self.b, start);
+        self.i - start
     }
 
     /// A JSON number's extent; whether it is a plain non-negative integer.
     pub fn number(&mut self) -> Option<(&'a str, bool)> {
         self.ws();
         let start = self.i;
-        let negative = self.peek() == Some(b'-');
-        if negative {
-            self.i += 1;
-        }
-        let first = self.peek()?;
-        let n = self.digits();
-        if n == 0 || (first == b'0' && n > 1) {
-            return None;
-        }
-        let mut integer = !negative;
-        if self.peek() == Some(b'.') {
-            self.i += 1;
-            if self.digits() == 0 {
-                return None;
-            }
-            integer = false;
-        }
-        if let Some(b'e' | b'E') = self.peek() {
-            self.i += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.i += 1;
-            }
-            // Huge exponents: serde's range handling decides.
-            if !(1..=3).contains(&self.digits()) {
-                return None;
-            }
-            integer = false;
-        }
-        Some((self.s.get(start..self.i)?, integer))
+        let (end, integer, _) = number_extent(self.b, start)?;
+        self.i = end;
+        Some((self.s.get(start..end)?, integer))
     }
 
     /// [`Scanner::number`] for a number usually of `form`: the same extent

@@ -17,7 +17,7 @@
 
 use super::block::{Block, Change, Interest, Kind, LineRow, LineScrape, Shape, ShapeSlot, Slot};
 use super::rows::{Labels, ScrapePhase, NONE};
-use crate::artifacts::cursor::Cursor;
+use crate::artifacts::cursor::{number_extent, Cursor};
 
 /// Shapes a block keeps (most recently used first): one per endpoint of
 /// a usual deployment.
@@ -585,50 +585,6 @@ fn number_at(b: &[u8], at: &mut usize) -> Option<f64> {
     let v = text.parse().ok().filter(|v: &f64| v.is_finite())?;
     *at = end;
     Some(v)
-}
-
-/// The extent of the JSON number at `at` as [`Cursor::number`] reads it
-/// (an exponent of one to three digits; anything longer is serde's to
-/// judge): where it ends, whether it is a plain non-negative integer and
-/// whether it has an exponent.
-#[inline(always)]
-fn number_extent(b: &[u8], at: usize) -> Option<(usize, bool, bool)> {
-    let digits = |mut i: usize| {
-        while let Some(b'0'..=b'9') = b.get(i) {
-            i += 1;
-        }
-        i
-    };
-    let negative = b.get(at) == Some(&b'-');
-    let d0 = at + usize::from(negative);
-    let first = *b.get(d0)?;
-    let mut i = digits(d0);
-    if i == d0 || (first == b'0' && i - d0 > 1) {
-        return None;
-    }
-    let mut integer = !negative;
-    if b.get(i) == Some(&b'.') {
-        let f0 = i + 1;
-        i = digits(f0);
-        if i == f0 {
-            return None;
-        }
-        integer = false;
-    }
-    let mut exponent = false;
-    if let Some(b'e' | b'E') = b.get(i) {
-        i += 1;
-        if let Some(b'+' | b'-') = b.get(i) {
-            i += 1;
-        }
-        let e0 = i;
-        i = digits(e0);
-        if !(1..=3).contains(&(i - e0)) {
-            return None;
-        }
-        (integer, exponent) = (false, true);
-    }
-    Some((i, integer, exponent))
 }
 
 /// A `u64` written as plain digits at `*at` (as [`Cursor::u64`] reads
