@@ -199,13 +199,16 @@ impl Builder<'_> {
         scrapes: Option<&[(&Scrape, u64)]>,
     ) -> Option<(u64, String)> {
         let baseline = scrapes.and_then(|list| {
-            let mut stored: Vec<&(&Scrape, u64)> = list.iter().collect();
-            stored.sort_by_key(|(s, _)| s.line);
-            let first_tagged = stored
-                .iter()
-                .position(|(s, _)| s.phase == ScrapePhase::Profiling);
+            let first_tagged = (list.iter())
+                .filter(|(s, _)| s.phase == ScrapePhase::Profiling)
+                .map(|(s, _)| s.line)
+                .min();
             match first_tagged {
-                Some(k) => k.checked_sub(1).map(|b| (stored[b].0.line, stored[b].1)),
+                // Stored just before it: the latest line before its line.
+                Some(tagged) => (list.iter())
+                    .filter(|(s, _)| s.line < tagged)
+                    .max_by_key(|(s, _)| s.line)
+                    .map(|(s, t)| (s.line, *t)),
                 None => list
                     .iter()
                     .filter(|(s, _)| s.timestamp_ns < ps)
