@@ -408,25 +408,19 @@ impl ScrapesRead {
                     .or_default()
                     .push((s, s.timestamp_ns));
             }
-            // A scrape's index from its line: the scrapes are in line order
-            // (the merge numbers them in file order).
-            debug_assert!(self.scrapes.windows(2).all(|w| w[0].line < w[1].line));
-            let index = |line: u64| {
-                (self.scrapes)
-                    .binary_search_by_key(&line, |s| s.line)
-                    .unwrap_or_default()
-            };
-            // The endpoints at once.
-            let per: Vec<(&str, Vec<(&Scrape, u64)>)> = per.into_iter().collect();
-            let done: Vec<(String, Vec<(usize, u64)>)> = per
-                .into_par_iter()
+            let index: BTreeMap<u64, usize> = self
+                .scrapes
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.line, i))
+                .collect();
+            per.into_iter()
                 .map(|(ep, mut list)| {
                     state_order(self, &mut list);
-                    let ids = list.iter().map(|(s, t)| (index(s.line), *t)).collect();
+                    let ids = list.iter().map(|(s, t)| (index[&s.line], *t)).collect();
                     (ep.to_string(), ids)
                 })
-                .collect();
-            done.into_iter().collect()
+                .collect()
         })
     }
 

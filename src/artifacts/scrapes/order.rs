@@ -60,23 +60,16 @@ pub fn state_order<'s>(read: &ScrapesRead, list: &mut [(&'s Scrape, u64)]) {
         .any(|(a, b)| a.0.line != b.0.line);
     // The pairs both orders share go down alike: only the others decide.
     let only = |x: &[(&'s Scrape, u64)], y: &[(&Scrape, u64)]| {
-        let shared: std::collections::HashSet<(u64, u64), foldhash::fast::RandomState> =
+        let shared: std::collections::HashSet<(u64, u64)> =
             y.windows(2).map(|w| (w[0].0.line, w[1].0.line)).collect();
         x.windows(2)
             .map(|w| (w[0].0, w[1].0))
             .filter(move |(a, b)| !shared.contains(&(a.line, b.line)))
             .collect::<Vec<_>>()
     };
-    // The two orders' drops, counted at once.
-    let by_sent = differs && {
-        let arrival: &[(&Scrape, u64)] = list;
-        let (s, a) = rayon::join(
-            || drops(read, only(&sent, arrival).into_iter()),
-            || drops(read, only(arrival, &sent).into_iter()),
-        );
-        s < a
-    };
-    if by_sent {
+    if differs
+        && drops(read, only(&sent, list).into_iter()) < drops(read, only(list, &sent).into_iter())
+    {
         list.copy_from_slice(&sent);
         let mut earliest_after = u64::MAX;
         for (s, t) in list.iter_mut().rev() {
