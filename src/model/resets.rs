@@ -33,6 +33,10 @@ use crate::artifacts::scrapes::{Scrape, ScrapesRead};
 use crate::artifacts::server_metrics::{ServerMetricsExport, Window};
 use crate::frameworks::{canonical, PROCESS_START};
 
+/// A drop: a value below the one before by more than this fraction of it
+/// (of 1 below 1); the walk visits only such falls.
+const FALL: f64 = 1e-9;
+
 /// Labels of one series.
 type Labels = BTreeMap<String, String>;
 
@@ -164,12 +168,12 @@ pub fn detect(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Reset> {
         // a value is passed over).
         let keep = |id: u32| cumulative[id as usize];
         let valued = |x: &crate::artifacts::scrapes::Sample| x.cumulative().is_some();
-        read.walk_series(&scrapes, keep, valued, 1e-9, |i, id, x, before| {
+        read.walk_series(&scrapes, keep, valued, FALL, |i, id, x, before| {
             let (Some(v), Some(prev)) = (x.cumulative(), before.and_then(|b| b.cumulative()))
             else {
                 return;
             };
-            if i > 0 && v < prev - 1e-9 * prev.abs().max(1.0) {
+            if i > 0 && v < prev - FALL * prev.abs().max(1.0) {
                 drops.push((
                     i,
                     Drop {
