@@ -408,16 +408,17 @@ impl ScrapesRead {
                     .or_default()
                     .push((s, s.timestamp_ns));
             }
-            let index: BTreeMap<u64, usize> = self
-                .scrapes
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (s.line, i))
-                .collect();
+            // Scrapes are in file order (their lines ascend: the merge
+            // checks it in debug builds), so a line finds its scrape.
+            let index = |line: u64| {
+                (self.scrapes)
+                    .binary_search_by_key(&line, |s| s.line)
+                    .unwrap_or_default()
+            };
             per.into_iter()
                 .map(|(ep, mut list)| {
                     state_order(self, &mut list);
-                    let ids = list.iter().map(|(s, t)| (index[&s.line], *t)).collect();
+                    let ids = list.iter().map(|(s, t)| (index(s.line), *t)).collect();
                     (ep.to_string(), ids)
                 })
                 .collect()
@@ -650,6 +651,7 @@ impl Merge {
         }
         out.store.finish();
         out.scrapes.shrink_to_fit();
+        debug_assert!(out.scrapes.windows(2).all(|w| w[0].line < w[1].line));
     }
 }
 

@@ -3,7 +3,11 @@
 //! answer's arrival, by send time) the one along which fewer cumulative
 //! series go down is the one the server's state followed.
 
+use super::rows::{flags_of, HAS_COUNT, HAS_VALUE};
 use super::{Scrape, ScrapesRead};
+
+/// foldhash: the layouts' ids are small integers.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// How many cumulative series go down from the first scrape of each pair
 /// to the second: those the export types as counters or histograms, or
@@ -18,22 +22,49 @@ fn drops<'s>(read: &ScrapesRead, pairs: impl Iterator<Item = (&'s Scrape, &'s Sc
         })
         .collect();
     let untyped = read.cumulative.is_empty();
+    let keep = |id: u32| untyped || typed[id as usize];
+    let a = read.store.cumulatives();
+    // Per layout: the positions of its kept cumulative quantities.
+    let mut counted: HashMap<u32, Vec<u32>> = HashMap::default();
     let mut n = 0;
-    for (a, b) in pairs {
-        let keep = |id: u32| untyped || typed[id as usize];
-        let pair = [a, b];
+    for (x, y) in pairs {
+        if x.layout == y.layout {
+            // Every series at its position in both: a comparison of two
+            // columns of numbers (as `walk_series` compares them: a fall
+            // from an infinite value is none).
+            let positions = counted.entry(x.layout).or_insert_with(|| {
+                let layout = read.store.layout(x.layout);
+                let wanted = if untyped {
+                    HAS_COUNT
+                } else {
+                    HAS_COUNT | HAS_VALUE
+                };
+                (layout.groups.iter().filter(|g| keep(g.0)))
+                    .flat_map(|g| g.1..g.2)
+                    .filter(|k| flags_of(layout.rows[*k as usize]) & wanted != 0)
+                    .collect()
+            });
+            let (x0, y0) = (x.first_row as usize, y.first_row as usize);
+            n += (positions.iter())
+                .filter(|&&k| {
+                    let (p, v) = (a[x0 + k as usize], a[y0 + k as usize]);
+                    v < p && p.is_finite()
+                })
+                .count();
+            continue;
+        }
         // Only a fall counts: `v < p`.
         read.walk_series(
-            &pair,
+            &[x, y],
             keep,
             |_| true,
             0.0,
-            |i, _, x, before| {
-                if i == 0 || (untyped && x.count().is_none()) {
+            |i, _, now, before| {
+                if i == 0 || (untyped && now.count().is_none()) {
                     return;
                 }
                 let prev = before.and_then(|p| p.cumulative());
-                n += usize::from(matches!((prev, x.cumulative()), (Some(p), Some(v)) if v < p));
+                n += usize::from(matches!((prev, now.cumulative()), (Some(p), Some(v)) if v < p));
             },
         );
     }
@@ -50,27 +81,31 @@ fn drops<'s>(read: &ScrapesRead, pairs: impl Iterator<Item = (&'s Scrape, &'s Sc
 /// their series go down is the state order; ties keep arrival order. In
 /// send order a scrape's state time is lowered to the earliest answer of
 /// any scrape sent after it.
-pub fn state_order<'s>(read: &ScrapesRead, list: &mut [(&'s Scrape, u64)]) {
+pub fn state_order(read: &ScrapesRead, list: &mut [(&Scrape, u64)]) {
     list.sort_by_key(|(s, _)| (s.timestamp_ns, s.line));
-    let mut sent: Vec<(&Scrape, u64)> = list.to_vec();
-    sent.sort_by_key(|(s, _)| s.order_key());
-    let differs = sent
-        .iter()
-        .zip(list.iter())
-        .any(|(a, b)| a.0.line != b.0.line);
+    // Send order, as positions in arrival order (a stable sort: ties keep
+    // arrival order), and where each scrape stands in it.
+    let mut sent: Vec<usize> = (0..list.len()).collect();
+    sent.sort_by_key(|&i| list[i].0.order_key());
+    let mut rank = vec![0; sent.len()];
+    for (j, &i) in sent.iter().enumerate() {
+        rank[i] = j;
+    }
+    let differs = sent.iter().enumerate().any(|(j, &i)| i != j);
     // The pairs both orders share go down alike: only the others decide.
-    let only = |x: &[(&'s Scrape, u64)], y: &[(&Scrape, u64)]| {
-        let shared: std::collections::HashSet<(u64, u64)> =
-            y.windows(2).map(|w| (w[0].0.line, w[1].0.line)).collect();
-        x.windows(2)
-            .map(|w| (w[0].0, w[1].0))
-            .filter(move |(a, b)| !shared.contains(&(a.line, b.line)))
-            .collect::<Vec<_>>()
+    let by_send = || {
+        (sent.windows(2))
+            .filter(|w| w[1] != w[0] + 1)
+            .map(|w| (list[w[0]].0, list[w[1]].0))
     };
-    if differs
-        && drops(read, only(&sent, list).into_iter()) < drops(read, only(list, &sent).into_iter())
-    {
-        list.copy_from_slice(&sent);
+    let by_arrival = || {
+        (1..list.len())
+            .filter(|&i| rank[i] != rank[i - 1] + 1)
+            .map(|i| (list[i - 1].0, list[i].0))
+    };
+    if differs && drops(read, by_send()) < drops(read, by_arrival()) {
+        let in_send_order: Vec<(&Scrape, u64)> = sent.iter().map(|&i| list[i]).collect();
+        list.copy_from_slice(&in_send_order);
         let mut earliest_after = u64::MAX;
         for (s, t) in list.iter_mut().rev() {
             *t = s.timestamp_ns.min(earliest_after);
