@@ -111,6 +111,10 @@ impl RunModel {
         let (resets, births) = match (run.scrapes.as_ref(), run.server.as_ref()) {
             // Each a walk over every scrape: both at once.
             (Some(sc), Some(server)) => {
+                // Both walk the scrapes in state order: sorted first, with
+                // every worker free for it (one waiting on the other's
+                // sorting would leave a core idle).
+                sc.sort_states();
                 rayon::join(|| resets::detect(sc, server), || resets::births(sc, server))
             }
             _ => (Vec::new(), Vec::new()),

@@ -415,7 +415,8 @@ impl ScrapesRead {
                     .binary_search_by_key(&line, |s| s.line)
                     .unwrap_or_default()
             };
-            per.into_iter()
+            // Each endpoint's order on its own (a worker each).
+            per.into_par_iter()
                 .map(|(ep, mut list)| {
                     state_order(self, &mut list);
                     let ids = list.iter().map(|(s, t)| (index(s.line), *t)).collect();
@@ -423,6 +424,12 @@ impl ScrapesRead {
                 })
                 .collect()
         })
+    }
+
+    /// Puts each endpoint's scrapes in state order ([`state_order`]) now,
+    /// the endpoints in parallel, rather than on first use.
+    pub fn sort_states(&self) {
+        self.order();
     }
 
     /// The scrapes of each endpoint in state order ([`state_order`]), with
