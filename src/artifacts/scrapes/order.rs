@@ -117,3 +117,82 @@ pub fn state_order(read: &ScrapesRead, list: &mut [(&Scrape, u64)]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `drops` counted for every pair before it compared columns: a
+    /// walk of the pair as a two-scrape list.
+    fn walked(read: &ScrapesRead, pairs: &[(&Scrape, &Scrape)]) -> usize {
+        let untyped = read.cumulative.is_empty();
+        let keep = |id: u32| {
+            untyped
+                || read
+                    .cumulative
+                    .contains(crate::frameworks::canonical(read.store.family(id)))
+        };
+        let mut n = 0;
+        for &(x, y) in pairs {
+            read.walk_series(
+                &[x, y],
+                keep,
+                |_| true,
+                0.0,
+                |i, _, now, before| {
+                    if i == 0 || (untyped && now.count().is_none()) {
+                        return;
+                    }
+                    let prev = before.and_then(|p| p.cumulative());
+                    n += usize::from(
+                        matches!((prev, now.cumulative()), (Some(p), Some(v)) if v < p),
+                    );
+                },
+            );
+        }
+        n
+    }
+
+    #[test]
+    fn drops_by_columns_count_what_the_walk_counts() {
+        let runs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-artifacts/runs");
+        let (mut compared, mut fell) = (0, 0);
+        for dir in std::fs::read_dir(runs).expect("sample runs").flatten() {
+            let dir = dir.path();
+            let Ok(file) = std::fs::File::open(dir.join(super::super::FILE)) else {
+                continue;
+            };
+            let mut read = super::super::read_from(file).expect("raw scrapes");
+            let export = std::fs::read(dir.join("server_metrics_export.json"))
+                .ok()
+                .and_then(|b| {
+                    serde_json::from_slice::<crate::artifacts::server_metrics::ServerMetricsExport>(
+                        &b,
+                    )
+                    .ok()
+                });
+            // Typed by the export, then untyped (histograms only).
+            let typings = [
+                export.map(|e| e.cumulative_families()).unwrap_or_default(),
+                Default::default(),
+            ];
+            for typing in typings {
+                read.set_cumulative(typing);
+                for list in read.by_endpoint().values() {
+                    // Each pair both ways: backwards, what grew falls.
+                    let pairs: Vec<(&Scrape, &Scrape)> = (list.windows(2))
+                        .flat_map(|w| [(w[0].0, w[1].0), (w[1].0, w[0].0)])
+                        .collect();
+                    let n = drops(&read, pairs.iter().copied());
+                    assert_eq!(n, walked(&read, &pairs), "{}", dir.display());
+                    compared += pairs.len();
+                    fell += n;
+                }
+            }
+        }
+        assert!(
+            compared > 1000 && fell > 100,
+            "{compared} pairs, {fell} falls"
+        );
+    }
+}
