@@ -9,19 +9,51 @@ use super::{Scrape, ScrapesRead};
 /// foldhash: the layouts' ids are small integers.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
-/// How many cumulative series go down from the first scrape of each pair
-/// to the second: those the export types as counters or histograms, or
-/// (without types) histograms.
-fn drops<'s>(read: &ScrapesRead, pairs: impl Iterator<Item = (&'s Scrape, &'s Scrape)>) -> usize {
-    // Whether each family (by id) only grows, decided once per family; an
-    // untyped export leaves it to each sample (histograms grow).
-    let typed: Vec<bool> = (0..read.store.family_count() as u32)
+/// Which families (by id) only grow: those the export types as counters or
+/// histograms, decided once per family; and whether the export typed none
+/// (then it is left to each sample: histograms grow).
+fn growing(read: &ScrapesRead) -> (Vec<bool>, bool) {
+    let typed = (0..read.store.family_count() as u32)
         .map(|id| {
             read.cumulative
                 .contains(crate::frameworks::canonical(read.store.family(id)))
         })
         .collect();
-    let untyped = read.cumulative.is_empty();
+    (typed, read.cumulative.is_empty())
+}
+
+/// How many cumulative series go down from `x` to `y`, by a walk of the
+/// pair (any two layouts): those of the families `keep` accepts, only
+/// histograms when `untyped`. Only a fall counts: `v < p`.
+fn walked_falls(
+    read: &ScrapesRead,
+    x: &Scrape,
+    y: &Scrape,
+    keep: impl Fn(u32) -> bool,
+    untyped: bool,
+) -> usize {
+    let mut n = 0;
+    read.walk_series(
+        &[x, y],
+        keep,
+        |_| true,
+        0.0,
+        |i, _, now, before| {
+            if i == 0 || (untyped && now.count().is_none()) {
+                return;
+            }
+            let prev = before.and_then(|p| p.cumulative());
+            n += usize::from(matches!((prev, now.cumulative()), (Some(p), Some(v)) if v < p));
+        },
+    );
+    n
+}
+
+/// How many cumulative series go down from the first scrape of each pair
+/// to the second: those the export types as counters or histograms, or
+/// (without types) histograms.
+fn drops<'s>(read: &ScrapesRead, pairs: impl Iterator<Item = (&'s Scrape, &'s Scrape)>) -> usize {
+    let (typed, untyped) = growing(read);
     let keep = |id: u32| untyped || typed[id as usize];
     let a = read.store.cumulatives();
     // Per layout: the positions of its kept cumulative quantities.
@@ -53,20 +85,7 @@ fn drops<'s>(read: &ScrapesRead, pairs: impl Iterator<Item = (&'s Scrape, &'s Sc
                 .count();
             continue;
         }
-        // Only a fall counts: `v < p`.
-        read.walk_series(
-            &[x, y],
-            keep,
-            |_| true,
-            0.0,
-            |i, _, now, before| {
-                if i == 0 || (untyped && now.count().is_none()) {
-                    return;
-                }
-                let prev = before.and_then(|p| p.cumulative());
-                n += usize::from(matches!((prev, now.cumulative()), (Some(p), Some(v)) if v < p));
-            },
-        );
+        n += walked_falls(read, x, y, keep, untyped);
     }
     n
 }
@@ -123,34 +142,13 @@ mod tests {
     use super::*;
 
     /// What `drops` counted for every pair before it compared columns: a
-    /// walk of the pair as a two-scrape list.
+    /// walk of each pair.
     fn walked(read: &ScrapesRead, pairs: &[(&Scrape, &Scrape)]) -> usize {
-        let untyped = read.cumulative.is_empty();
-        let keep = |id: u32| {
-            untyped
-                || read
-                    .cumulative
-                    .contains(crate::frameworks::canonical(read.store.family(id)))
-        };
-        let mut n = 0;
-        for &(x, y) in pairs {
-            read.walk_series(
-                &[x, y],
-                keep,
-                |_| true,
-                0.0,
-                |i, _, now, before| {
-                    if i == 0 || (untyped && now.count().is_none()) {
-                        return;
-                    }
-                    let prev = before.and_then(|p| p.cumulative());
-                    n += usize::from(
-                        matches!((prev, now.cumulative()), (Some(p), Some(v)) if v < p),
-                    );
-                },
-            );
-        }
-        n
+        let (typed, untyped) = growing(read);
+        let keep = |id: u32| untyped || typed[id as usize];
+        (pairs.iter())
+            .map(|&(x, y)| walked_falls(read, x, y, keep, untyped))
+            .sum()
     }
 
     #[test]
