@@ -1,50 +1,20 @@
 //! `--baseline REPORT.json`: the findings of an earlier audit (its JSON
 //! report) that are accepted as they are. A finding of the new audit that
-//! was already there (same run, code, file, line, field, metric, endpoint
-//! and series; the wording and figures may change) is not reported, so the
-//! gate fails only on what is new.
+//! was already there (the same [`Identity`]: run, code, file, field,
+//! metric, endpoint and series; the wording, figures and line may change) is
+//! not reported, so the gate fails only on what is new.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::findings::Finding;
-
-/// What identifies a finding across audits.
-type Key = (
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-);
-
-fn key(run: &str, code: &str, f: &Value) -> Key {
-    let s = |v: &Value| match v {
-        Value::Null => String::new(),
-        Value::String(s) => s.clone(),
-        v => v.to_string(),
-    };
-    (
-        run.trim_end_matches('/').to_string(),
-        code.to_string(),
-        s(&f["file"]),
-        s(&f["line"]),
-        s(&f["field"]),
-        s(&f["metric"]),
-        s(&f["endpoint"]),
-        s(&f["series"]),
-    )
-}
+use crate::findings::{Finding, Identity};
 
 /// The findings of a baseline report.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Baseline {
-    keys: BTreeSet<Key>,
+    keys: BTreeSet<Identity>,
 }
 
 /// Why a baseline could not be used.
@@ -93,7 +63,7 @@ impl Baseline {
                 let code = f["code"]
                     .as_str()
                     .ok_or_else(|| bad("a finding without `code`".into()))?;
-                keys.insert(key(run, code, f));
+                keys.insert(Identity::of_json(run, code, f));
             }
         }
         Ok(Baseline { keys })
@@ -104,8 +74,7 @@ impl Baseline {
         if self.keys.is_empty() {
             return false;
         }
-        let v = serde_json::to_value(f).unwrap_or(Value::Null);
-        self.keys.contains(&key(run, f.code.as_str(), &v))
+        self.keys.contains(&f.identity(run))
     }
 
     /// How many findings it holds.

@@ -20,8 +20,8 @@ use crate::files::{self, OutputError, Protected};
 use crate::model::connection::classify;
 use crate::model::selection::{select, statistics, Selection};
 pub use crate::model::selection::{DropReason, Dropped, Exclusions};
-use crate::report::escape::csv_cell;
 use crate::stats;
+use crate::text::escape::csv_cell;
 
 /// Why the clean export could not be written.
 #[derive(Debug, thiserror::Error)]

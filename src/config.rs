@@ -150,19 +150,21 @@ impl ScopedIgnore {
     /// Whether this silences `f`, a finding of the run at `run`.
     pub fn silences(&self, f: &Finding, run: &str) -> bool {
         let canon = crate::frameworks::canonical;
-        f.code == self.code
-            && self
-                .metric
-                .as_deref()
-                .is_none_or(|m| f.metric.as_deref().is_some_and(|fm| canon(fm) == canon(m)))
+        if f.code != self.code {
+            return false;
+        }
+        let id = f.identity(run);
+        self.metric
+            .as_deref()
+            .is_none_or(|m| f.metric.is_some() && canon(&id.metric) == canon(m))
             && self
                 .endpoint
                 .as_deref()
-                .is_none_or(|e| f.endpoint.as_deref() == Some(e))
+                .is_none_or(|e| f.endpoint.is_some() && id.endpoint == e)
             && self
                 .run
                 .as_ref()
-                .is_none_or(|g| g.matches(run) || g.matches(run.trim_end_matches('/')))
+                .is_none_or(|g| g.matches(run) || g.matches(&id.run))
     }
 }
 

@@ -311,6 +311,14 @@ impl Finding {
         self
     }
 
+    /// Where it points in its file: `file:line`, or `file`; `None` when it
+    /// names no file. Every format writes a finding's place with this.
+    pub fn location(&self) -> Option<String> {
+        self.file
+            .as_deref()
+            .map(|file| crate::text::location(file, self.line))
+    }
+
     /// How many findings this one counts as not listed (see [`cap`]).
     pub fn not_listed(&self) -> Option<u64> {
         self.effect
@@ -329,6 +337,110 @@ impl Finding {
             });
         }
         self
+    }
+}
+
+/// What makes a finding the same finding in another audit: its run, code,
+/// file and subject (field, metric, endpoint, series), never its wording,
+/// its figures or its line (a line moves when a record is added above it).
+/// `--baseline`, `[[scoped-ignore]]`, the SARIF fingerprint and GitLab's
+/// all key on this one identity.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Identity {
+    /// The run directory as reported, without a trailing `/`.
+    pub run: String,
+    /// The code.
+    pub code: String,
+    /// The file, relative to the run (empty when none).
+    pub file: String,
+    /// The field path (empty when none).
+    pub field: String,
+    /// The server metric (empty when none).
+    pub metric: String,
+    /// The scrape endpoint (empty when none).
+    pub endpoint: String,
+    /// The series as `k=v,k=v` (empty when none).
+    pub series: String,
+}
+
+impl Identity {
+    /// The identity of a finding as an earlier JSON report wrote it (`f` is
+    /// one element of a run's `findings`).
+    pub fn of_json(run: &str, code: &str, f: &Value) -> Identity {
+        let s = |v: &Value| match v {
+            Value::Null => String::new(),
+            Value::String(s) => s.clone(),
+            v => v.to_string(),
+        };
+        let series = f["series"]
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .map(|(k, v)| format!("{k}={}", s(v)))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default();
+        Identity {
+            run: normal_run(run),
+            code: code.to_string(),
+            file: s(&f["file"]),
+            field: s(&f["field"]),
+            metric: s(&f["metric"]),
+            endpoint: s(&f["endpoint"]),
+            series,
+        }
+    }
+
+    /// A stable fingerprint of the identity: FNV-1a, 64 bits, hex.
+    pub fn fingerprint(&self) -> String {
+        let key = [
+            self.code.as_str(),
+            &self.run,
+            &self.file,
+            &self.field,
+            &self.metric,
+            &self.endpoint,
+            &self.series,
+        ]
+        .join("\u{1f}");
+        format!("{:016x}", crate::stats::fnv1a(key.bytes()))
+    }
+}
+
+/// A run's path as identities hold it: without a trailing `/`.
+fn normal_run(run: &str) -> String {
+    let t = run.trim_end_matches('/');
+    if t.is_empty() && !run.is_empty() {
+        "/".into()
+    } else {
+        t.to_string()
+    }
+}
+
+impl Finding {
+    /// This finding's identity in the run at `run` (see [`Identity`]).
+    pub fn identity(&self, run: &str) -> Identity {
+        let series = self
+            .series
+            .as_ref()
+            .map(|s| {
+                s.iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default();
+        let o = |v: &Option<String>| v.clone().unwrap_or_default();
+        Identity {
+            run: normal_run(run),
+            code: self.code.as_str().to_string(),
+            file: o(&self.file),
+            field: o(&self.field),
+            metric: o(&self.metric),
+            endpoint: o(&self.endpoint),
+            series,
+        }
     }
 }
 

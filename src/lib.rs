@@ -38,6 +38,7 @@ pub mod fuzzing;
 pub mod model;
 pub mod report;
 pub mod stats;
+pub mod text;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

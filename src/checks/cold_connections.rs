@@ -288,8 +288,8 @@ impl CheckReport for Report {
                 vec![
                     m.metric.tag().to_string(),
                     m.stat.to_string(),
-                    crate::report::fmt_opt(m.all, 3),
-                    crate::report::fmt_opt(m.warm_only, 3),
+                    crate::text::fmt_opt(m.all, 3),
+                    crate::text::fmt_opt(m.warm_only, 3),
                     m.bias_pct
                         .map(|b| format!("{b:+.1} %"))
                         .unwrap_or_else(|| "n/a".into()),

@@ -176,12 +176,7 @@ impl Observer {
         if self.key.is_empty() {
             return String::new();
         }
-        let parts: Vec<String> = self
-            .key
-            .iter()
-            .map(|(k, v)| format!("{k}=\"{v}\""))
-            .collect();
-        format!("{{{}}}", parts.join(","))
+        crate::text::labels(&self.key)
     }
 }
 

@@ -7,8 +7,8 @@ use std::io::{self, Write};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{ContentArrangement, Table};
 
-use super::escape::visible;
 use crate::compare::{Comparison, Row};
+use crate::text::escape::visible;
 
 /// How a comparison is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -87,7 +87,7 @@ fn intro(c: &Comparison) -> String {
 pub fn render(c: &Comparison, format: CompareFormat, out: &mut dyn Write) -> io::Result<()> {
     match format {
         CompareFormat::Json => {
-            super::escape::write_json(&mut *out, c)?;
+            crate::text::escape::write_json(&mut *out, c)?;
             writeln!(out)
         }
         CompareFormat::Table => {
@@ -115,7 +115,7 @@ pub fn render(c: &Comparison, format: CompareFormat, out: &mut dyn Write) -> io:
             writeln!(out, "exit {}", c.exit_code)
         }
         CompareFormat::Markdown => {
-            let md = super::escape::markdown;
+            let md = crate::text::escape::markdown;
             writeln!(out, "## artifact-check compare\n")?;
             for line in intro(c).lines() {
                 writeln!(out, "{}  ", md(line))?;

@@ -7,20 +7,18 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use super::escape::visible;
 use super::Options;
 use crate::findings::{Finding, Severity};
+use crate::text::escape::visible;
+use crate::text::labels_with;
 use crate::{Report, RunReport, RunStatus};
 
 /// One finding on one line.
 fn line(run: &RunReport, f: &Finding) -> String {
     let mut at = visible(&run.path).into_owned();
-    if let Some(file) = &f.file {
+    if let Some(loc) = f.location() {
         at.push_str(": ");
-        at.push_str(&visible(file));
-        if let Some(l) = f.line {
-            at.push_str(&format!(":{l}"));
-        }
+        at.push_str(&visible(&loc));
     }
     let mut text = format!(
         "{at}: {}[{}] {}",
@@ -30,11 +28,7 @@ fn line(run: &RunReport, f: &Finding) -> String {
     );
     // The message names the metric; the series, when one is singled out.
     if let Some(s) = f.series.as_ref().filter(|s| !s.is_empty()) {
-        let labels: Vec<String> = s
-            .iter()
-            .map(|(k, v)| format!("{}=\"{}\"", visible(k), visible(v)))
-            .collect();
-        text.push_str(&format!(" (series {{{}}})", labels.join(",")));
+        text.push_str(&format!(" (series {})", labels_with(s, visible)));
     }
     // Effects worth showing: never one that rounds to zero.
     let effects: Vec<String> = f

@@ -9,7 +9,7 @@ use crate::Report;
 /// Escapes annotation data: control and bidi characters made visible (so no
 /// input starts a log line or a terminal sequence), then `%`, CR and LF.
 fn data(s: &str) -> String {
-    super::escape::visible(s)
+    crate::text::escape::visible(s)
         .replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")

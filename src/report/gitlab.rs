@@ -9,9 +9,9 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
-use super::escape::write_json;
 use super::sarif::{fingerprint, location};
 use crate::findings::Severity;
+use crate::text::escape::write_json;
 use crate::Report;
 
 fn severity(s: Severity) -> &'static str {

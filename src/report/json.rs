@@ -3,8 +3,8 @@
 
 use std::io::{self, Write};
 
-use super::escape::write_json;
 use crate::discover::PathError;
+use crate::text::escape::write_json;
 use crate::{RunReport, Summary, REPORT_SCHEMA_VERSION};
 
 /// A JSON report being written.

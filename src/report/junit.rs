@@ -7,20 +7,16 @@ use std::io::{self, Write};
 
 use quick_junit::{NonSuccessKind, Report as JUnit, TestCase, TestCaseStatus, TestSuite};
 
-use super::escape::visible;
 use crate::checks::CheckStatus;
 use crate::findings::Finding;
+use crate::text::escape::visible;
 use crate::{Report, RunStatus};
 
 fn describe(findings: &[&Finding]) -> String {
     findings
         .iter()
         .map(|f| {
-            let at = match (&f.file, f.line) {
-                (Some(file), Some(line)) => format!(" ({file}:{line})"),
-                (Some(file), None) => format!(" ({file})"),
-                _ => String::new(),
-            };
+            let at = f.location().map(|l| format!(" ({l})")).unwrap_or_default();
             visible(&format!(
                 "[{}] {}{at}: {}",
                 f.severity.as_str(),

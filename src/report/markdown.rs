@@ -8,7 +8,7 @@ use crate::{Report, RunStatus};
 
 /// Makes text safe inside a Markdown table cell (and as inline text).
 fn cell(s: &str) -> String {
-    super::escape::markdown(s)
+    crate::text::escape::markdown(s)
 }
 
 fn icon(s: RunStatus) -> &'static str {
@@ -164,11 +164,7 @@ fn run_details(run: &crate::RunReport) -> String {
         run.findings.len()
     );
     for f in &run.findings {
-        let at = match (&f.file, f.line) {
-            (Some(file), Some(line)) => format!("{file}:{line}"),
-            (Some(file), None) => file.clone(),
-            _ => String::new(),
-        };
+        let at = f.location().unwrap_or_default();
         d.push_str(&format!(
             "| {} | `{}` | {} | {} |\n",
             f.severity.as_str(),

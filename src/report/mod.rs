@@ -5,7 +5,7 @@
 
 pub mod compare;
 mod concise;
-pub mod escape;
+pub use crate::text::escape;
 mod github;
 mod gitlab;
 mod html;
@@ -128,20 +128,4 @@ pub(crate) fn closing_line(s: &crate::Summary) -> String {
         s.fail_on.as_str(),
         s.exit_code
     )
-}
-
-/// Formats an optional number, `n/a` when absent.
-pub fn fmt_opt(v: Option<f64>, decimals: usize) -> String {
-    match v {
-        Some(v) => format!("{v:.decimals$}"),
-        None => "n/a".into(),
-    }
-}
-
-/// Formats a fraction as a percentage.
-pub fn pct(v: Option<f64>) -> String {
-    match v {
-        Some(v) => format!("{:.2} %", v * 100.0),
-        None => "unknown".into(),
-    }
 }

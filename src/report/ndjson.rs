@@ -8,9 +8,9 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
-use super::escape::JsonFormatter;
 use crate::discover::PathError;
 use crate::findings::Severity;
+use crate::text::escape::JsonFormatter;
 use crate::{RunReport, Summary};
 
 fn line(out: &mut dyn Write, v: &Value) -> io::Result<()> {

@@ -11,8 +11,8 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
-use super::escape::write_json;
 use crate::findings::{Finding, Severity};
+use crate::text::escape::write_json;
 use crate::Report;
 
 fn level(s: Severity) -> &'static str {
@@ -34,31 +34,9 @@ pub(crate) fn location(run: &str, f: &Finding) -> String {
     }
 }
 
-/// A stable identity of a finding across audits: its code, run, file and
-/// subject (metric, endpoint, series), not its wording or sizes. FNV-1a,
-/// 64 bits, hex.
+/// The finding's fingerprint: its [`crate::findings::Identity`]'s.
 pub(crate) fn fingerprint(run: &str, f: &Finding) -> String {
-    let series = f
-        .series
-        .as_ref()
-        .map(|s| {
-            s.iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .unwrap_or_default();
-    let key = [
-        f.code.as_str(),
-        run,
-        f.file.as_deref().unwrap_or(""),
-        f.field.as_deref().unwrap_or(""),
-        f.metric.as_deref().unwrap_or(""),
-        f.endpoint.as_deref().unwrap_or(""),
-        &series,
-    ]
-    .join("\u{1f}");
-    format!("{:016x}", crate::stats::fnv1a(key.bytes()))
+    f.identity(run).fingerprint()
 }
 
 /// The rule of a code: its summary, default level, and its docs/checks.md

@@ -7,9 +7,9 @@ use std::io::{self, Write};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
 
-use super::escape::visible;
 use super::Options;
 use crate::findings::{Finding, Severity};
+use crate::text::escape::visible;
 use crate::{Report, RunReport, RunStatus};
 
 fn table() -> Table {
@@ -180,19 +180,11 @@ fn findings_table(findings: &[Finding], opts: Options) -> Table {
     let mut t = table();
     t.set_header(["severity", "code", "where", "finding"]);
     for f in findings {
-        let mut loc = match (&f.file, f.line) {
-            (Some(file), Some(line)) => format!("{}:{line}", visible(file)),
-            (Some(file), None) => visible(file).into_owned(),
-            _ => String::new(),
-        };
+        let mut loc = visible(&f.location().unwrap_or_default()).into_owned();
         if let Some(m) = &f.metric {
             loc.push_str(&format!("\n{}", visible(m)));
             if let Some(s) = f.series.as_ref().filter(|s| !s.is_empty()) {
-                let labels: Vec<String> = s
-                    .iter()
-                    .map(|(k, v)| format!("{}=\"{}\"", visible(k), visible(v)))
-                    .collect();
-                loc.push_str(&format!("{{{}}}", labels.join(",")));
+                loc.push_str(&crate::text::labels_with(s, visible));
             }
         }
         let mut msg = visible(&f.message).into_owned();

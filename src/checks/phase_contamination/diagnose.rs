@@ -75,12 +75,6 @@ fn num(x: Option<f64>) -> String {
     x.map(|v| format!("{v}")).unwrap_or_else(|| "?".into())
 }
 
-/// Labels in Prometheus notation.
-pub fn label_text(l: &Labels) -> String {
-    let parts: Vec<String> = l.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
-    format!("{{{}}}", parts.join(","))
-}
-
 /// The effect names of the bucket-estimated percentiles: exact bias after an
 /// exact repair, otherwise the worst case inside the bounds.
 const PERCENTILE_EFFECTS: [(Stat, &str, &str); 3] = [
@@ -277,7 +271,7 @@ impl Problem {
         }
         let series = self.named_series();
         if !series.is_empty() {
-            name.push_str(&format!(" {}", label_text(&series)));
+            name.push_str(&format!(" {}", crate::text::labels(&series)));
         }
         let control_note = match control {
             Some(c) if c != self.metric => format!(

@@ -686,13 +686,13 @@ impl CheckReport for Report {
                     name.push_str(&format!(" [{r}]"));
                 }
                 if !m.series.is_empty() {
-                    name.push_str(&format!(" {}", diagnose::label_text(&m.series)));
+                    name.push_str(&format!(" {}", crate::text::labels(&m.series)));
                 }
                 vec![
                     name,
                     m.phase.to_string(),
                     expected,
-                    crate::report::fmt_opt(m.found_count, 0),
+                    crate::text::fmt_opt(m.found_count, 0),
                     m.delta
                         .map(|d| format!("{d:+}"))
                         .unwrap_or_else(|| "n/a".into()),

@@ -217,7 +217,7 @@ pub fn birth_findings(births: &[Birth], server: &ServerMetricsExport, out: &mut 
             })
             .unwrap_or_default();
         let series = if bs.len() == 1 {
-            format!("the series {}", label_text(&first.labels))
+            format!("the series {}", crate::text::labels(&first.labels))
         } else {
             format!("{} series", bs.len())
         };
@@ -244,9 +244,4 @@ pub fn birth_findings(births: &[Birth], server: &ServerMetricsExport, out: &mut 
         f.severity = severity;
         out.push(f);
     }
-}
-
-fn label_text(l: &BTreeMap<String, String>) -> String {
-    let parts: Vec<String> = l.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
-    format!("{{{}}}", parts.join(","))
 }

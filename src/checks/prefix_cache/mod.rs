@@ -104,7 +104,7 @@ pub struct Report {
 
 impl CheckReport for Report {
     fn summary(&self, _reason: Option<&str>) -> String {
-        use crate::report::pct;
+        use crate::text::pct;
         let head = self.server.first();
         let coverage = self
             .client

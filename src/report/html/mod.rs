@@ -4,7 +4,7 @@
 //! its TTFT and latency distributions and its hit rates. The page is a
 //! minijinja template (`report.html.j2`, HTML auto-escaping on) over view
 //! structs computed here; every string from the input also goes through
-//! [`super::escape::visible`].
+//! [`crate::text::escape::visible`].
 
 mod dist;
 mod timeline;
@@ -23,7 +23,7 @@ const TEMPLATE: &str = include_str!("report.html.j2");
 /// Text from the input, control and bidi characters made visible (the
 /// template escapes HTML).
 fn text(s: &str) -> String {
-    super::escape::visible(s).into_owned()
+    crate::text::escape::visible(s).into_owned()
 }
 
 /// The anchor of a metric's intervals on an endpoint in a run.
@@ -95,11 +95,7 @@ fn finding_view(i: usize, run: &RunReport, f: &Finding, metrics: &[String]) -> F
         _ => None,
     }
     .filter(|a| metrics.contains(a));
-    let at = match (&f.file, f.line) {
-        (Some(file), Some(line)) => format!("{file}:{line}"),
-        (Some(file), None) => file.clone(),
-        _ => String::new(),
-    };
+    let at = f.location().unwrap_or_default();
     let effect = f
         .effect
         .iter()
