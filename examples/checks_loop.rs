@@ -25,8 +25,8 @@ fn main() {
         .expect("usage: checks_loop RUN_DIR [a|p|c|x]");
     let which = std::env::args().nth(2).unwrap_or_default();
     let run = artifact_check::artifacts::load(std::path::Path::new(&dir));
-    let model = RunModel::build(&run);
     let settings = Settings::default();
+    let model = RunModel::build(&run, &settings);
     let ctx = Ctx {
         run: &run,
         model: &model,

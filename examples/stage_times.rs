@@ -44,7 +44,7 @@ fn main() {
         out!("state order         {:8.3} s", (now - last).as_secs_f64());
         last = now;
     }
-    let model = RunModel::build(&run);
+    let model = RunModel::build(&run, &settings);
     let ctx = Ctx {
         run: &run,
         model: &model,

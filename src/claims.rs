@@ -13,10 +13,9 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::artifacts::records::{Metric, Phase, Record};
-use crate::config::Settings;
 use crate::findings::{Finding, Unit};
 
 crate::define_codes! { "claims";
@@ -28,6 +27,7 @@ crate::define_codes! { "claims";
 use crate::model::cache::client_rate;
 use crate::model::selection::{self, Exclusions};
 use crate::model::steady::Per;
+use crate::results::ClaimResult;
 use crate::stats::Stat;
 
 /// What a claim is about.
@@ -231,26 +231,6 @@ pub fn read(path: &Path) -> Result<Vec<Claim>, ClaimsError> {
         .collect()
 }
 
-/// One claim against one run.
-#[derive(Debug, Clone, Serialize)]
-pub struct ClaimResult {
-    /// The claim's name.
-    pub name: String,
-    /// The published value.
-    pub claimed: f64,
-    /// What the cleaned artifacts give; `null` when they cannot tell.
-    pub supported: Option<f64>,
-    /// claimed - supported.
-    pub difference: Option<f64>,
-    /// (claimed - supported) / supported x 100.
-    pub difference_pct: Option<f64>,
-    /// Within tolerance; `null` when unknown.
-    pub within: Option<bool>,
-    /// Which records the supported value is over, in words.
-    #[serde(skip)]
-    over: &'static str,
-}
-
 /// A throughput as AIPerf computes it: the successful profiling requests'
 /// output tokens (or requests) over the profiling window (`window_ns`,
 /// AIPerf's observation duration; the records' span when the export has
@@ -282,9 +262,9 @@ fn throughput(
 pub fn evaluate(
     claims: &[Claim],
     records: Option<&[Record]>,
-    window_ns: Option<(u64, u64)>,
-    settings: &Settings,
+    model: &crate::model::RunModel,
 ) -> (Vec<ClaimResult>, Vec<Finding>) {
+    let window_ns = model.profiling.server_window_ns;
     let ex = |steady_state| Exclusions {
         cold: true,
         errors: true,
@@ -294,10 +274,10 @@ pub fn evaluate(
     // The steady state is found once, for every claim over it.
     let state = records
         .filter(|_| claims.iter().any(|c| c.steady_state))
-        .map(|r| crate::model::steady::detect(r, &settings.steady));
+        .map(|r| model.steady(r));
     let stats_over = |steady: bool| {
         records.map(|r| {
-            let sel = selection::select_with(r, ex(steady), settings, state.as_ref());
+            let sel = selection::select_with(r, &model.temperatures, ex(steady), state);
             selection::statistics(&sel.kept)
         })
     };
@@ -324,10 +304,10 @@ pub fn evaluate(
                     client_rate(ok.map(|(_, r)| r)).hit_rate
                 }),
                 Quantity::OutputTokenThroughput => {
-                    records.and_then(|rs| throughput(rs, window_ns, st, Per::Tokens))
+                    records.and_then(|rs| throughput(rs, window_ns, st.copied(), Per::Tokens))
                 }
                 Quantity::RequestThroughput => {
-                    records.and_then(|rs| throughput(rs, window_ns, st, Per::Requests))
+                    records.and_then(|rs| throughput(rs, window_ns, st.copied(), Per::Requests))
                 }
             };
             let over = match (c.quantity, c.steady_state) {

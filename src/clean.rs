@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::artifacts::records::{Metric, Record};
 use crate::config::Settings;
 use crate::files::{self, OutputError, Protected};
-use crate::model::connection::classify;
+use crate::model::connection::Temperature;
 use crate::model::selection::{select, statistics, Selection};
 pub use crate::model::selection::{DropReason, Dropped, Exclusions};
 use crate::stats;
@@ -123,15 +123,20 @@ pub fn export(
         dropped,
         by_reason,
         kept_unknown,
+        kept_temperatures,
     } = select(&records, ex, settings);
     let metrics = statistics(&kept);
 
     let csv_path = out.join("requests.csv");
-    files::write(&csv_path, &protected, |w| write_csv(&kept, settings, w))?;
+    files::write(&csv_path, &protected, |w| {
+        write_csv(&kept, &kept_temperatures, w)
+    })?;
     #[cfg(feature = "parquet")]
     if parquet {
         let p = out.join("requests.parquet");
-        files::write(&p, &protected, |w| parquet::write(&kept, settings, w))?;
+        files::write(&p, &protected, |w| {
+            parquet::write(&kept, &kept_temperatures, w)
+        })?;
     }
     let summary = CleanSummary {
         run: run_dir.display().to_string(),
@@ -186,10 +191,10 @@ fn header() -> Vec<String> {
     h
 }
 
-fn write_csv(kept: &[&Record], settings: &Settings, w: &mut dyn Write) -> io::Result<()> {
+fn write_csv(kept: &[&Record], temperatures: &[Temperature], w: &mut dyn Write) -> io::Result<()> {
     let mut csv = csv::Writer::from_writer(w);
     csv.write_record(header())?;
-    for r in kept {
+    for (r, t) in kept.iter().zip(temperatures) {
         let opt = |v: Option<String>| v.unwrap_or_default();
         // Ids are input text: never a formula when the CSV is opened.
         let text = |v: Option<String>| csv_cell(&opt(v)).into_owned();
@@ -199,7 +204,7 @@ fn write_csv(kept: &[&Record], settings: &Settings, w: &mut dyn Write) -> io::Re
             text(r.conversation_id.as_ref().map(ToString::to_string)),
             opt(r.session_num.map(|v| v.to_string())),
             opt(r.turn_index.map(|v| v.to_string())),
-            classify(r, &settings.cold).as_str().to_string(),
+            t.as_str().to_string(),
             r.is_success().to_string(),
             r.request_start_ns.to_string(),
             r.request_end_ns.to_string(),
@@ -219,7 +224,11 @@ mod parquet {
     use super::*;
     use polars::prelude::*;
 
-    pub fn write(kept: &[&Record], settings: &Settings, w: &mut dyn Write) -> io::Result<()> {
+    pub fn write(
+        kept: &[&Record],
+        temperatures: &[Temperature],
+        w: &mut dyn Write,
+    ) -> io::Result<()> {
         let col_u64 = |name: &str, f: &dyn Fn(&Record) -> Option<u64>| {
             Column::new(
                 name.into(),
@@ -242,9 +251,13 @@ mod parquet {
             }),
             col_u64("session_num", &|r| r.session_num),
             col_u64("turn_index", &|r| r.turn_index.map(u64::from)),
-            col_str("connection", &|r| {
-                Some(classify(r, &settings.cold).as_str().to_string())
-            }),
+            Column::new(
+                "connection".into(),
+                temperatures
+                    .iter()
+                    .map(|t| Some(t.as_str().to_string()))
+                    .collect::<Vec<Option<String>>>(),
+            ),
             Column::new(
                 "success".into(),
                 kept.iter().map(|r| r.is_success()).collect::<Vec<bool>>(),

@@ -14,13 +14,13 @@
 use std::path::Path;
 
 use rayon::prelude::*;
-use serde::Serialize;
 
 use crate::artifacts::records::{Metric, Phase, Record};
 use crate::config::Settings;
 use crate::findings::{Finding, Severity, Unit};
-use crate::model::connection::{classify, Temperature};
+use crate::model::connection::Temperature;
 use crate::model::selection::{self, Exclusions};
+pub use crate::results::comparison::{Comparison, Row, Setup};
 use crate::stats::{self, Stat};
 
 crate::define_codes! { "compare";
@@ -61,84 +61,6 @@ pub struct Options {
     pub fail_on_regression_pct: Option<f64>,
 }
 
-/// What a run was: the facts a fair comparison needs equal.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Setup {
-    /// AIPerf version.
-    pub aiperf_version: Option<String>,
-    /// Profiling concurrency.
-    pub concurrency: Option<u64>,
-    /// Streaming.
-    pub streaming: Option<bool>,
-    /// Endpoint type (`chat`, `completions`, ...).
-    pub endpoint_type: Option<String>,
-    /// Inference endpoints the load went to.
-    pub endpoints: Option<usize>,
-    /// Mean realised input tokens per kept request.
-    pub input_tokens_mean: Option<f64>,
-    /// Mean realised output tokens per kept request.
-    pub output_tokens_mean: Option<f64>,
-    /// Share of profiling records that were cold (0..1).
-    pub cold_share: Option<f64>,
-    /// Kept records.
-    pub records: usize,
-    /// Error findings of its audit.
-    pub error_findings: usize,
-}
-
-/// One statistic of both runs.
-#[derive(Debug, Clone, Serialize)]
-pub struct Row {
-    /// Metric tag, `output_token_throughput`, `request_throughput` or
-    /// `prefix_cache_hit_rate`.
-    pub metric: &'static str,
-    /// `mean`, `p50`, `p90`, `p99` (throughputs and hit rate: `mean`).
-    pub stat: Stat,
-    /// Run A's value.
-    pub a: Option<f64>,
-    /// Run B's value.
-    pub b: Option<f64>,
-    /// b - a.
-    pub difference: Option<f64>,
-    /// (b - a) / a x 100.
-    pub difference_pct: Option<f64>,
-    /// 95 % bootstrap interval of b - a.
-    pub interval: Option<[f64; 2]>,
-    /// The interval excludes zero; `null` when it cannot tell (no interval,
-    /// or fewer than 5 requests beyond a tail percentile in a run).
-    pub significant: Option<bool>,
-    /// How `interval` is computed: `block_bootstrap_95` or
-    /// `welch_95_time_slices`.
-    pub method: &'static str,
-    /// Higher is better for this metric (throughputs, hit rate).
-    pub higher_is_better: bool,
-}
-
-/// The comparison.
-#[derive(Debug, Clone, Serialize)]
-pub struct Comparison {
-    /// Run A (the baseline).
-    pub a: String,
-    /// Run B.
-    pub b: String,
-    /// How the intervals are computed, in words.
-    pub interval_method: &'static str,
-    /// Bootstrap resamples.
-    pub resamples: usize,
-    /// Dropped from both besides warmup and failed records.
-    pub exclude_cold: bool,
-    /// The opening wave and drain tail dropped from both.
-    pub steady_state: bool,
-    /// Each run's setup.
-    pub setup: [Setup; 2],
-    /// The statistics.
-    pub rows: Vec<Row>,
-    /// Unsafe comparisons and regressions.
-    pub findings: Vec<Finding>,
-    /// 0, 1 or 2, as for an audit.
-    pub exit_code: i32,
-}
-
 struct Side {
     report: crate::RunReport,
     kept: Vec<Record>,
@@ -149,7 +71,15 @@ struct Side {
 fn side(dir: &Path, settings: &Settings, ex: Exclusions) -> Result<Side, String> {
     // Read once: audited, then its records cleaned.
     let run = crate::artifacts::load(dir);
-    let report = crate::audit_artifacts(dir, &run, settings, &[]);
+    let model = crate::model::RunModel::build(&run, settings);
+    let report = crate::audit_with_model(
+        dir,
+        &run,
+        &model,
+        settings,
+        &crate::RunOptions::default(),
+        &[],
+    );
     let records = run.records.map(|r| r.records).ok_or_else(|| {
         format!(
             "{}: {} could not be read: a comparison needs the per-request records",
@@ -157,7 +87,8 @@ fn side(dir: &Path, settings: &Settings, ex: Exclusions) -> Result<Side, String>
             crate::artifacts::records::FILE
         )
     })?;
-    let sel = selection::select(&records, ex, settings);
+    let steady = ex.steady_state.then(|| model.steady(&records));
+    let sel = selection::select_with(&records, &model.temperatures, ex, steady);
     let mut kept: Vec<Record> = sel
         .kept
         .into_iter()
@@ -175,9 +106,10 @@ fn side(dir: &Path, settings: &Settings, ex: Exclusions) -> Result<Side, String>
         .iter()
         .filter(|r| r.phase == Phase::Profiling)
         .collect();
-    let cold = profiling
+    let cold = records
         .iter()
-        .filter(|r| classify(r, &settings.cold) == Temperature::Cold)
+        .zip(&model.temperatures)
+        .filter(|(r, t)| r.phase == Phase::Profiling && **t == Temperature::Cold)
         .count();
     let mean = |m: Metric| {
         stats::mean(

@@ -126,8 +126,6 @@ pub struct CodeFilter {
     /// Findings of a code never reported where they concern this metric,
     /// endpoint or run (`[[scoped-ignore]]`, each with its reason).
     pub scoped: Vec<ScopedIgnore>,
-    /// Findings of an earlier audit accepted as they are (`--baseline`).
-    pub baseline: crate::baseline::Baseline,
 }
 
 /// One `[[scoped-ignore]]`: a code silenced only where every given scope
@@ -176,9 +174,7 @@ impl CodeFilter {
 
     /// Whether `f`, a finding of the run at `run`, is reported.
     pub fn keeps_finding(&self, f: &Finding, run: &str) -> bool {
-        self.keeps(f.code)
-            && !self.scoped.iter().any(|s| s.silences(f, run))
-            && !self.baseline.contains(f, run)
+        self.keeps(f.code) && !self.scoped.iter().any(|s| s.silences(f, run))
     }
 }
 
@@ -197,11 +193,6 @@ pub struct Settings {
     pub prefix: PrefixSettings,
     /// `steady_state`.
     pub steady: SteadySettings,
-    /// Only this shard's runs are audited (`--shard`; command line only).
-    pub shard: Option<crate::discover::Shard>,
-    /// Keep each run's timeline for the HTML report (set when one is
-    /// written).
-    pub timeline: bool,
 }
 
 /// A configuration that could not be used: what, where, and which key.
@@ -556,7 +547,7 @@ pub struct Resolved {
     pub file: Option<PathBuf>,
 }
 
-/// Looks a finding code up by its id (the registry's [`crate::checks::code`];
+/// Looks a finding code up by its id (the registry's [`crate::code`];
 /// passed in, so that configuration does not depend on the checks).
 pub type CodeLookup = fn(&str) -> Option<Code>;
 

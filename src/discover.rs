@@ -46,14 +46,7 @@ impl std::str::FromStr for Shard {
     }
 }
 
-/// A path that could not be searched, or held no run.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct PathError {
-    /// The path as given.
-    pub path: String,
-    /// What went wrong.
-    pub message: String,
-}
+pub use crate::results::PathError;
 
 /// Runs found under `paths`, sorted and de-duplicated, plus the paths that
 /// failed. Every path is searched even when another fails.

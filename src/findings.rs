@@ -60,7 +60,7 @@ pub struct CodeDef {
 
 /// A stable finding code. Each check defines its own with [`define_codes!`]
 /// in its module and lists them in the registry ([`crate::checks::ALL`]);
-/// [`crate::checks::codes`] and [`crate::checks::code`] go through the
+/// [`crate::codes`] and [`crate::code`] go through the
 /// registry, so the codes, `artifact-check codes` and `docs/checks.md` (a
 /// test) cannot drift.
 #[derive(Debug, Clone, Copy)]
@@ -309,6 +309,34 @@ impl Finding {
         self.expected = serde_json::to_value(expected).ok();
         self.found = serde_json::to_value(found).ok();
         self
+    }
+
+    /// Sets the severity where the finding's facts make it other than its
+    /// code's default (an error seen only in warmup is a warning, a reset
+    /// not confirmed is one too). A finding's severity is set when it is
+    /// built, by this or by [`Finding::harmless`], never assigned after.
+    pub fn severity(mut self, severity: Severity) -> Finding {
+        self.severity = severity;
+        self
+    }
+
+    /// A risk verified harmless: `info`, with why it is harmless after the
+    /// message (`; why`). The one place the severity rule's "info =
+    /// verified harmless" is written.
+    pub fn harmless(mut self, why: &str) -> Finding {
+        self.settle_harmless(why);
+        self
+    }
+
+    /// [`Finding::harmless`] on a finding already listed, for a check
+    /// whose proof that a risk is harmless comes after the finding was
+    /// built (a later pass over the run).
+    pub fn settle_harmless(&mut self, why: &str) {
+        self.severity = Severity::Info;
+        if !why.is_empty() {
+            self.message.push_str("; ");
+            self.message.push_str(why);
+        }
     }
 
     /// Where it points in its file: `file:line`, or `file`; `None` when it

@@ -37,6 +37,7 @@ pub mod frameworks;
 pub mod fuzzing;
 pub mod model;
 pub mod report;
+pub mod results;
 pub mod stats;
 pub mod text;
 
@@ -44,144 +45,68 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
-use serde::Serialize;
 
-use crate::checks::{CheckResult, CheckStatus, Checks, Ctx};
+use crate::checks::Ctx;
 use crate::claims::Claim;
 pub use crate::config::CodeFilter;
 use crate::config::Settings;
 use crate::discover::PathError;
-use crate::findings::{reading, Finding, Severity};
-use crate::model::{PhaseModel, RunModel};
+use crate::findings::{reading, Code, Finding, Severity};
+use crate::model::RunModel;
+use crate::results::{CheckResult, CheckStatus, Checks};
+pub use crate::results::{
+    ExitStatus, Report, RunReport, RunStatus, Summary, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK,
+    REPORT_SCHEMA_VERSION,
+};
 
-/// Version of the JSON report's layout (`docs/report-schema.md`).
-pub const REPORT_SCHEMA_VERSION: &str = "1.0";
+/// Every finding code of the tool, in registry order: each check's codes,
+/// then the claims', then `compare`'s (the order of SARIF's rules and of
+/// `artifact-check codes`).
+static CODES: std::sync::LazyLock<Vec<Code>> = std::sync::LazyLock::new(|| {
+    checks::codes()
+        .chain(claims::CODES.iter().copied())
+        .chain(compare::CODES.iter().copied())
+        .collect()
+});
 
-/// Exit status: nothing at or above the fail level.
-pub const EXIT_OK: i32 = 0;
-/// Exit status: at least one finding at or above the fail level.
-pub const EXIT_FINDINGS: i32 = 1;
-/// Exit status: the tool could not do its job (bad arguments, a path with no
-/// run, an unreadable run).
-pub const EXIT_ERROR: i32 = 2;
-
-/// A run's overall verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunStatus {
-    /// No warning or error finding.
-    Pass,
-    /// Warnings, no errors.
-    Warn,
-    /// At least one error finding.
-    Fail,
-    /// The run could not be read at all.
-    Error,
+/// Every finding code of the tool, in registry order.
+pub fn codes() -> impl Iterator<Item = Code> {
+    CODES.iter().copied()
 }
 
-impl RunStatus {
-    /// Lowercase name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Pass => "pass",
-            RunStatus::Warn => "warn",
-            RunStatus::Fail => "fail",
-            RunStatus::Error => "error",
-        }
-    }
+/// A finding code by its id.
+pub fn code(id: &str) -> Option<Code> {
+    codes().find(|c| c.as_str() == id)
 }
 
-/// Everything found about one run.
-#[derive(Debug, Clone, Serialize)]
-pub struct RunReport {
-    /// The run directory as found.
-    pub path: String,
-    /// AIPerf version that wrote it.
-    pub aiperf_version: Option<String>,
-    /// Verdict.
-    pub status: RunStatus,
-    /// Per phase kind: configured and realised counts.
-    pub phases: BTreeMap<&'static str, PhaseModel>,
-    /// One entry per check.
-    pub checks: Checks,
-    /// Published claims checked (`--expect`), when any.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub claims: Vec<claims::ClaimResult>,
-    /// Every finding, in check order.
-    pub findings: Vec<Finding>,
-    /// Request-scoped metrics the user named that this run's server export
-    /// does not have (a name in no run is an error of the audit).
-    #[serde(skip)]
-    pub unknown_user_metrics: Vec<String>,
-    /// The run in time, when a report needs it (`Settings::timeline`).
-    #[serde(skip)]
-    pub timeline: Option<std::sync::Arc<model::timeline::Timeline>>,
-}
-
-impl RunReport {
-    /// Findings of a severity.
-    pub fn count(&self, severity: Severity) -> usize {
-        self.findings
-            .iter()
-            .filter(|f| f.severity == severity)
-            .count()
-    }
-
-    /// The most severe finding (the first of them).
-    pub fn worst(&self) -> Option<&Finding> {
-        self.findings.iter().rev().max_by_key(|f| f.severity)
-    }
-}
-
-/// Counts over all runs.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Summary {
-    /// Runs audited.
-    pub runs: usize,
-    /// Runs that passed.
-    pub passed: usize,
-    /// Runs with warnings only.
-    pub warned: usize,
-    /// Runs with errors.
-    pub failed: usize,
-    /// Runs that could not be read.
-    pub errored: usize,
-    /// Paths that held no run or could not be searched.
-    pub path_errors: usize,
-    /// Findings by severity.
-    pub findings: BTreeMap<&'static str, usize>,
-    /// The fail level in force.
-    pub fail_on: Severity,
-    /// The process exit code this report maps to.
-    pub exit_code: i32,
-}
-
-/// The whole audit.
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    /// Layout version of this document.
-    pub schema_version: &'static str,
-    /// `artifact-check` version.
-    pub tool_version: &'static str,
-    /// Runs, in path order.
-    pub runs: Vec<RunReport>,
-    /// Paths that held no run or could not be searched.
-    pub errors: Vec<PathError>,
-    /// Counts.
-    pub summary: Summary,
-}
-
-impl Report {
-    /// 0, 1 or 2; see [`EXIT_OK`], [`EXIT_FINDINGS`], [`EXIT_ERROR`].
-    pub fn exit_code(&self) -> i32 {
-        self.summary.exit_code
-    }
+/// What an audit does besides checking, set per invocation and never read
+/// from a configuration file (thresholds and filters are [`Settings`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunOptions {
+    /// Only this shard's runs are audited (`--shard`).
+    pub shard: Option<discover::Shard>,
+    /// Keep each run's timeline (an HTML report is written).
+    pub timeline: bool,
+    /// Findings of an earlier audit accepted as they are (`--baseline`).
+    pub baseline: baseline::Baseline,
 }
 
 /// Audits one run directory.
 pub fn audit_run(dir: &Path, settings: &Settings, claims: &[Claim]) -> RunReport {
+    audit_run_with(dir, settings, &RunOptions::default(), claims)
+}
+
+/// [`audit_run`] with run options.
+pub fn audit_run_with(
+    dir: &Path,
+    settings: &Settings,
+    options: &RunOptions,
+    claims: &[Claim],
+) -> RunReport {
     let run = artifacts::load(dir);
-    let report = audit_artifacts(dir, &run, settings, claims);
+    let model = RunModel::build(&run, settings);
+    let report = audit_with_model(dir, &run, &model, settings, options, claims);
+    drop(model);
     // Freeing a large run's records takes a while (about 0.01 s per 400,000
     // records): do it beside whatever the caller does next (rendering the
     // report), not before returning. If no thread can be started, the run is
@@ -204,10 +129,24 @@ pub fn audit_artifacts(
     settings: &Settings,
     claims: &[Claim],
 ) -> RunReport {
-    let model = RunModel::build(run);
+    let model = RunModel::build(run, settings);
+    audit_with_model(dir, run, &model, settings, &RunOptions::default(), claims)
+}
+
+/// Audits a run already read whose model is already built, for a caller
+/// that uses the model afterwards too (`compare`: temperatures and the
+/// steady state are computed once).
+pub fn audit_with_model(
+    dir: &Path,
+    run: &artifacts::RunArtifacts,
+    model: &RunModel,
+    settings: &Settings,
+    options: &RunOptions,
+    claims: &[Claim],
+) -> RunReport {
     let ctx = Ctx {
         run,
-        model: &model,
+        model,
         settings,
     };
     let mut findings = Vec::new();
@@ -219,16 +158,13 @@ pub fn audit_artifacts(
     let (claims, claim_findings) = if claims.is_empty() {
         (Vec::new(), Vec::new())
     } else {
-        claims::evaluate(
-            claims,
-            ctx.records(),
-            ctx.model.profiling.server_window_ns,
-            settings,
-        )
+        claims::evaluate(claims, ctx.records(), ctx.model)
     };
     findings.extend(claim_findings);
     let shown = dir.display().to_string();
-    findings.retain(|f| settings.filter.keeps_finding(f, &shown));
+    findings.retain(|f| {
+        settings.filter.keeps_finding(f, &shown) && !options.baseline.contains(f, &shown)
+    });
     findings::cap(&mut findings);
     // Statuses follow the findings that survived the filter, once.
     let checks = Checks(
@@ -245,10 +181,10 @@ pub fn audit_artifacts(
             })
             .collect(),
     );
-    let phases = phases_of(&model);
-    let timeline = settings
+    let phases = phases_of(model);
+    let timeline = options
         .timeline
-        .then(|| std::sync::Arc::new(timeline_of(run, &model, settings, &findings, &checks)));
+        .then(|| std::sync::Arc::new(timeline_of(run, model, &findings)));
     let status = run_status(run.unreadable, &findings);
     let unknown_user_metrics = settings
         .phase
@@ -284,23 +220,18 @@ fn phases_of(model: &RunModel) -> BTreeMap<&'static str, model::PhaseModel> {
 fn timeline_of(
     run: &artifacts::RunArtifacts,
     model: &RunModel,
-    settings: &Settings,
     findings: &[Finding],
-    checks: &Checks,
-) -> model::timeline::Timeline {
+) -> results::timeline::Timeline {
+    // The checks that place server metrics in time (`Check::timeline`).
+    let placing = |name: &str| checks::ALL.iter().any(|c| c.name == name && c.timeline);
     let mut named: Vec<(String, String)> = findings
         .iter()
-        .filter(|f| f.check == "phase_contamination" && f.severity >= Severity::Warning)
+        .filter(|f| placing(f.check) && f.severity >= Severity::Warning)
         .filter_map(|f| Some((f.metric.clone()?, f.endpoint.clone()?)))
         .collect();
     named.sort();
     named.dedup();
-    // The steady state the check found, not found again.
-    let steady = checks
-        .report::<checks::steady_state::Report>()
-        .map(|r| &r.state)
-        .filter(|s| s.basis.is_some());
-    model::timeline::build(run, model, settings, &named, steady)
+    results::timeline::build(run, model, &named)
 }
 
 /// A run's status: `error` when it could not be read (no artifact, or a
@@ -319,23 +250,25 @@ fn run_status(unreadable: bool, findings: &[Finding]) -> RunStatus {
 /// Audits every run under `paths`, in parallel on the current rayon pool;
 /// the order of the result does not depend on the schedule.
 pub fn audit(paths: &[PathBuf], settings: &Settings, claims: &[Claim]) -> Report {
-    audit_with_progress(paths, settings, claims, &|| {})
+    audit_with_progress(paths, settings, &RunOptions::default(), claims, &|| {})
 }
 
 /// [`audit`], calling `tick` after each run (for a progress bar).
 pub fn audit_with_progress(
     paths: &[PathBuf],
     settings: &Settings,
+    options: &RunOptions,
     claims: &[Claim],
     tick: &(dyn Fn() + Sync),
 ) -> Report {
     let mut runs = Vec::new();
-    let (errors, summary) = audit_each(paths, settings, claims, tick, &mut |r| {
+    let (errors, summary) = audit_each(paths, settings, options, claims, tick, &mut |r| {
         runs.push(r);
         Ok(())
     })
     .unwrap_or_else(|e: std::io::Error| unreachable!("collecting cannot fail: {e}"));
     Report {
+        codes: &CODES,
         schema_version: REPORT_SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION"),
         runs,
@@ -352,13 +285,14 @@ pub fn audit_with_progress(
 pub fn audit_each(
     paths: &[PathBuf],
     settings: &Settings,
+    options: &RunOptions,
     claims: &[Claim],
     tick: &(dyn Fn() + Sync),
     emit: &mut dyn FnMut(RunReport) -> std::io::Result<()>,
 ) -> std::io::Result<(Vec<PathError>, Summary)> {
-    let (dirs, errors) = discover::find_shard(paths, settings.shard);
+    let (dirs, errors) = discover::find_shard(paths, options.shard);
     let audit_one = |d: &PathBuf| {
-        let r = audit_run(d, settings, claims);
+        let r = audit_run_with(d, settings, options, claims);
         tick();
         r
     };
@@ -439,13 +373,37 @@ impl Tally {
             }
         }
         summary.path_errors = errors.len();
-        summary.exit_code = if summary.errored > 0 || !errors.is_empty() {
-            EXIT_ERROR
+        summary.exit = if summary.errored > 0 || !errors.is_empty() {
+            ExitStatus::Error
         } else if self.failing {
-            EXIT_FINDINGS
+            ExitStatus::Findings
         } else {
-            EXIT_OK
+            ExitStatus::Ok
         };
         (errors, summary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn codes_are_unique_kebab_case_and_round_trip() {
+        let mut seen = HashSet::new();
+        for c in codes() {
+            let s = c.as_str();
+            assert!(seen.insert(s), "duplicate code {s}");
+            assert!(s.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{s}");
+            assert_eq!(code(s), Some(c));
+            assert!(!c.summary().is_empty());
+        }
+        assert!(seen.len() > 30);
+        assert_eq!(code("no-such-code"), None);
+        // The checks' own list holds no claim or compare code.
+        assert!(
+            checks::codes().all(|c| !claims::CODES.contains(&c) && !compare::CODES.contains(&c))
+        );
     }
 }

@@ -18,7 +18,7 @@ use clap::Parser;
 
 use artifact_check::cli::{AuditArgs, CleanArgs, Cli, Command};
 use artifact_check::report::{self, Format};
-use artifact_check::{checks, claims, clean, config, files, EXIT_ERROR};
+use artifact_check::{claims, clean, config, files, EXIT_ERROR};
 
 #[global_allocator]
 static ALLOC: alloc::HugePages = alloc::HugePages;
@@ -134,14 +134,17 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
         bail!("give at least one PATH (a run directory or a folder of runs)");
     }
     let protected = protect_outputs(args)?;
-    let mut settings =
-        config::resolve(args.config.as_deref(), &args.layer(), checks::code)?.settings;
-    if let Some(path) = &args.baseline {
-        settings.filter.baseline = artifact_check::baseline::Baseline::read(path)?;
-    }
-    settings.shard = args.shard;
-    settings.timeline =
-        args.format == Some(Format::Html) || args.reports.iter().any(|(f, _)| *f == Format::Html);
+    let settings =
+        config::resolve(args.config.as_deref(), &args.layer(), artifact_check::code)?.settings;
+    let options = artifact_check::RunOptions {
+        shard: args.shard,
+        timeline: args.format == Some(Format::Html)
+            || args.reports.iter().any(|(f, _)| *f == Format::Html),
+        baseline: match &args.baseline {
+            Some(path) => artifact_check::baseline::Baseline::read(path)?,
+            None => Default::default(),
+        },
+    };
     let claims = match &args.expect {
         Some(path) => claims::read(path)?,
         None => Vec::new(),
@@ -163,13 +166,16 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
     if matches!(format, Format::Json | Format::Ndjson) && args.reports.is_empty() {
         // Streamed: each run is written as soon as it is audited, so memory
         // does not grow with the number of runs.
-        let code = stream(format, args, &settings, &claims, &tick, &protected)?;
+        let code = stream(
+            format, args, &settings, &options, &claims, &tick, &protected,
+        )?;
         if let Some(b) = bar {
             b.finish_and_clear();
         }
         return Ok(code);
     }
-    let report = artifact_check::audit_with_progress(&args.paths, &settings, &claims, &tick);
+    let report =
+        artifact_check::audit_with_progress(&args.paths, &settings, &options, &claims, &tick);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -198,6 +204,7 @@ fn stream(
     format: Format,
     args: &AuditArgs,
     settings: &config::Settings,
+    options: &artifact_check::RunOptions,
     claims: &[claims::Claim],
     tick: &(dyn Fn() + Sync),
     protected: &files::Protected,
@@ -205,7 +212,7 @@ fn stream(
     let mut code = 0;
     let write = |w: &mut dyn Write| -> io::Result<()> {
         let audit = |emit: &mut dyn FnMut(artifact_check::RunReport) -> io::Result<()>| {
-            artifact_check::audit_each(&args.paths, settings, claims, tick, emit)
+            artifact_check::audit_each(&args.paths, settings, options, claims, tick, emit)
         };
         let summary = if format == Format::Ndjson {
             let (errors, summary) = audit(&mut |r| report::ndjson::run(w, &r))?;
@@ -217,7 +224,7 @@ fn stream(
             json.end(&errors, &summary)?;
             summary
         };
-        code = summary.exit_code;
+        code = summary.exit.code();
         Ok(())
     };
     write_out(args.output.as_deref(), protected, write)?;
@@ -288,7 +295,7 @@ fn progress_bar(
 }
 
 fn print_config(explicit: Option<&std::path::Path>) -> Result<i32> {
-    let resolved = config::resolve(explicit, &config::Layer::default(), checks::code)?;
+    let resolved = config::resolve(explicit, &config::Layer::default(), artifact_check::code)?;
     match &resolved.file {
         Some(p) => println!(
             "# effective configuration: {} over the defaults",
@@ -309,7 +316,7 @@ fn run_compare(args: &artifact_check::cli::CompareArgs) -> Result<i32> {
         fail_on: args.fail_on.clone(),
         ..args.thresholds.layer()
     };
-    let settings = config::resolve(args.config.as_deref(), &layer, checks::code)?.settings;
+    let settings = config::resolve(args.config.as_deref(), &layer, artifact_check::code)?.settings;
     if let Some(p) = args.fail_on_regression {
         if !(p.is_finite() && p >= 0.0) {
             bail!("--fail-on-regression must be a non-negative percentage, not {p}");
@@ -347,7 +354,7 @@ fn run_clean(args: &CleanArgs) -> Result<i32> {
     let settings = config::resolve(
         args.config.as_deref(),
         &args.thresholds.layer(),
-        checks::code,
+        artifact_check::code,
     )?
     .settings;
     let ex = clean::Exclusions {
@@ -389,7 +396,7 @@ fn run_clean(args: &CleanArgs) -> Result<i32> {
 }
 
 fn explain(code: &str) -> Result<i32> {
-    let Some(c) = checks::code(code) else {
+    let Some(c) = artifact_check::code(code) else {
         bail!("unknown finding code {code:?} (see `artifact-check codes`)");
     };
     let mut out = io::stdout().lock();
@@ -416,7 +423,7 @@ fn capitalised(s: &str) -> String {
 
 fn list_codes() -> Result<i32> {
     let mut out = io::stdout().lock();
-    for c in checks::codes() {
+    for c in artifact_check::codes() {
         writeln!(
             out,
             "{:<32} {:<20} {:<8} {}",

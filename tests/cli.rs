@@ -205,7 +205,7 @@ fn concise_output_is_short_and_worst_first() {
 fn codes_subcommand_lists_every_code() {
     let (stdout, _, code) = cli(&["codes"]);
     assert_eq!(code, 0);
-    for c in artifact_check::checks::codes() {
+    for c in artifact_check::codes() {
         assert_eq!(
             stdout
                 .lines()

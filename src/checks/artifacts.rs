@@ -28,6 +28,7 @@ pub const CHECK: Check = Check {
     name: "artifacts",
     codes: &[reading::CODES, CODES],
     run,
+    timeline: false,
 };
 
 crate::define_codes! { "artifacts";

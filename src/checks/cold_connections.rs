@@ -25,6 +25,7 @@ use super::{Check, CheckOutput, CheckReport, CheckStatus, Ctx, Detail};
 use crate::artifacts::records::{self, Metric, Phase, Record, RequestRef};
 use crate::config::ColdSettings;
 use crate::findings::{Finding, Unit};
+use crate::model::connection::setup_ms;
 use crate::stats::{self, DiffInterval};
 
 /// The check.
@@ -32,6 +33,7 @@ pub const CHECK: Check = Check {
     name: "cold_connections",
     codes: &[CODES],
     run,
+    timeline: false,
 };
 
 crate::define_codes! { "cold_connections";
@@ -214,8 +216,7 @@ impl Columns {
 /// connect taken off the time to first token it is part of); `None` when
 /// the record lacks the times, or the metric holds no connection time.
 fn without_connection(r: &Record, m: Metric, v: f64) -> Option<f64> {
-    let c = r.values.get(Metric::HttpReqDnsLookup).unwrap_or(0.0)
-        + r.values.get(Metric::HttpReqConnecting)?;
+    let c = setup_ms(r)?;
     let scaled = |span: f64| (span > c).then(|| v * span / (span - c));
     match m {
         Metric::TimeToFirstToken | Metric::RequestLatency => Some((v - c).max(0.0)),
@@ -262,16 +263,15 @@ impl CheckReport for Report {
         let Some(m) = p99 else {
             return Vec::new();
         };
-        let ms = |v: Option<f64>| v.map_or("?".into(), |v| format!("{v:.1}"));
-        let value = match m.bias_pct {
-            Some(b) if !self.all_cold => {
-                format!("{} / {} ms ({b:+.1} %)", ms(m.all), ms(m.warm_only))
-            }
-            _ => format!("{} / ? ms", ms(m.all)),
+        let (warm, change_pct) = match m.bias_pct {
+            Some(b) if !self.all_cold => (m.warm_only, Some(b)),
+            _ => (None, None),
         };
         vec![super::Headline {
             name: "TTFT p99 all / warm",
-            value,
+            values: vec![m.all, warm],
+            unit: crate::results::HeadlineUnit::Ms,
+            change_pct,
         }]
     }
 
@@ -317,7 +317,7 @@ struct Walk<'a> {
 }
 
 impl<'a> Walk<'a> {
-    fn of(records: &'a [Record], s: &ColdSettings) -> Walk<'a> {
+    fn of(records: &'a [Record], temperatures: &[Temperature]) -> Walk<'a> {
         let mut w = Walk {
             profiling: Counts::default(),
             warmup: Counts::default(),
@@ -330,8 +330,8 @@ impl<'a> Walk<'a> {
                 .map(|_| Columns::with_capacity(records.len()))
                 .collect(),
         };
-        for r in records {
-            let t = classify(r, s);
+        for (i, r) in records.iter().enumerate() {
+            let t = temperatures.get(i).copied().unwrap_or(Temperature::Unknown);
             if r.phase == Phase::Warmup {
                 w.warmup.add(r, t);
                 continue;
@@ -383,7 +383,7 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
         cold_request_ids,
         cold,
         columns,
-    } = Walk::of(records, s);
+    } = Walk::of(records, &ctx.model.temperatures);
     let shares = (c.records > 0).then(|| Shares {
         cold: c.cold as f64 / c.records as f64,
         warm: c.warm as f64 / c.records as f64,
@@ -513,9 +513,8 @@ fn all_cold_finding(c: &Counts, overhead: Option<f64>, bias_pct: f64) -> Finding
         Unit::Percent,
     );
     if overhead.is_some_and(|x| x * 100.0 < bias_pct) {
-        f.severity = crate::findings::Severity::Info;
-        f.message.push_str(&format!(
-            "; that is below the {bias_pct} % bias threshold, so the cold connections do not \
+        f = f.harmless(&format!(
+            "that is below the {bias_pct} % bias threshold, so the cold connections do not \
              move the published latencies beyond tolerance"
         ));
     }
@@ -588,9 +587,8 @@ fn metric_effect(
         *c <= s.bias_pct && !crate::model::connection::AFTER_FIRST_TOKEN.contains(&metric)
     });
     if let (Some(c), Some(f)) = (harmless, finding.as_mut()) {
-        f.severity = crate::findings::Severity::Info;
-        f.message.push_str(&format!(
-            "; their DNS + connect time moves these statistics by at most {c:.1} %, \
+        f.settle_harmless(&format!(
+            "their DNS + connect time moves these statistics by at most {c:.1} %, \
              within the {} % threshold, so the rest of the difference is not the \
              connection's (the first requests were slower for another reason, such as a \
              server warming up)",
@@ -649,9 +647,8 @@ fn bias_finding(metric: Metric, over: &[Over], cold_requests: usize, n: &Noise) 
         f = f.effect("bias", *b, Unit::Percent);
     }
     if crate::model::connection::AFTER_FIRST_TOKEN.contains(&metric) {
-        f.severity = crate::findings::Severity::Info;
-        f.message.push_str(
-            "; this metric is measured after the first token and holds no connection time, \
+        f = f.harmless(
+            "this metric is measured after the first token and holds no connection time, \
              so the difference is not the connection's",
         );
     }
@@ -746,9 +743,8 @@ fn overhead_share(cold: &[&Record]) -> Option<f64> {
         .iter()
         .filter_map(|r| {
             let lat = r.values.get(Metric::RequestLatency)?;
-            let dns = r.values.get(Metric::HttpReqDnsLookup).unwrap_or(0.0);
-            let conn = r.values.get(Metric::HttpReqConnecting)?;
-            (lat > 0.0).then(|| ((dns + conn) / lat).min(1.0))
+            let paid = setup_ms(r)?;
+            (lat > 0.0).then(|| (paid / lat).min(1.0))
         })
         .collect();
     stats::mean(&shares)

@@ -22,7 +22,7 @@ use super::{Check, CheckOutput, CheckReport, CheckStatus, Ctx, Detail};
 use crate::artifacts::records::{self, Metric, Record, RequestRef};
 use crate::config::SteadySettings;
 use crate::findings::{Finding, Unit};
-use crate::model::steady::{self, rate, Per, SteadyState};
+use crate::model::steady::{rate, Per, SteadyState};
 use crate::stats::{self, DiffInterval, Stat};
 
 /// The check.
@@ -30,6 +30,7 @@ pub const CHECK: Check = Check {
     name: "steady_state",
     codes: &[CODES],
     run,
+    timeline: false,
 };
 
 crate::define_codes! { "steady_state";
@@ -184,7 +185,7 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
             cannot_tell: Some(format!("{} was not read", records::FILE)),
         };
     };
-    let state = steady::detect(records, s);
+    let state = ctx.model.steady(records).clone();
     let mut report = empty(s);
     if let Some(reason) = state.reason.clone().filter(|_| state.basis.is_none()) {
         report.state = state;
@@ -315,16 +316,7 @@ fn wave(split: &Split, st: &SteadyState) -> Option<Wave> {
     if split.wave.is_empty() {
         return None;
     }
-    let paid = |r: &Record| {
-        r.values
-            .get(Metric::HttpReqDnsLookup)
-            .unwrap_or(0.0)
-            .max(0.0)
-            + r.values
-                .get(Metric::HttpReqConnecting)
-                .unwrap_or(0.0)
-                .max(0.0)
-    };
+    let paid = |r: &Record| crate::model::connection::setup_ms(r).unwrap_or(0.0);
     let n = split.wave.len() as f64;
     let connection: f64 = split.wave.iter().map(|r| paid(r)).sum::<f64>() / n;
     let total: f64 = values(&split.wave, basis).iter().sum::<f64>() / n;

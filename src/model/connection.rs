@@ -37,6 +37,27 @@ pub fn classify(r: &Record, s: &ColdSettings) -> Temperature {
     }
 }
 
+/// The DNS lookup and connect a request paid before sending (ms): the one
+/// rule for connection time. `None` when the record lacks
+/// `http_req_connecting` (its setup cannot be told); a missing DNS lookup
+/// counts 0 (a connection to an address, or a cached name); a negative
+/// time, which no client measures, counts 0.
+pub fn setup_ms(r: &Record) -> Option<f64> {
+    let dns = r
+        .values
+        .get(Metric::HttpReqDnsLookup)
+        .unwrap_or(0.0)
+        .max(0.0);
+    let connect = r.values.get(Metric::HttpReqConnecting)?.max(0.0);
+    Some(dns + connect)
+}
+
+/// Every record's temperature, in file order: the one walk that classifies
+/// them (the model keeps it: [`crate::model::RunModel::temperatures`]).
+pub fn temperatures(records: &[Record], s: &ColdSettings) -> Vec<Temperature> {
+    records.iter().map(|r| classify(r, s)).collect()
+}
+
 /// Published metrics measured after the first token, so they never hold
 /// a connection's DNS + connect time: a cold/warm difference in them is
 /// sampling (or which requests happened to be cold), not the connection.
@@ -49,9 +70,7 @@ pub const AFTER_FIRST_TOKEN: &[crate::artifacts::records::Metric] = &[
 /// lookup and connect it paid first. A cold request is sent a handshake
 /// after a warm one that started with it; the server orders them by this.
 pub fn arrival_ns(r: &crate::artifacts::records::Record) -> u64 {
-    use crate::artifacts::records::Metric;
-    let paid_ms = r.values.get(Metric::HttpReqDnsLookup).unwrap_or(0.0)
-        + r.values.get(Metric::HttpReqConnecting).unwrap_or(0.0);
+    let paid_ms = setup_ms(r).unwrap_or(0.0);
     let paid_ns = if paid_ms.is_finite() && paid_ms > 0.0 {
         (paid_ms * 1e6).min(u64::MAX as f64) as u64
     } else {

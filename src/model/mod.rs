@@ -20,7 +20,6 @@ pub mod observers;
 pub mod resets;
 pub mod selection;
 pub mod steady;
-pub mod timeline;
 
 use serde::Serialize;
 
@@ -76,11 +75,23 @@ pub struct RunModel {
     /// Cumulative series born mid-run ([`resets::births`]).
     #[serde(skip)]
     pub births: Vec<resets::Birth>,
+    /// Every record's connection temperature, in file order: classified
+    /// once here, read by every check, the timeline and the cleaning rules.
+    #[serde(skip)]
+    pub temperatures: Vec<connection::Temperature>,
+    /// The steady state of the profiling records, found on first use
+    /// ([`RunModel::steady`]) and then shared.
+    #[serde(skip)]
+    steady: std::sync::OnceLock<steady::SteadyState>,
+    /// What the steady state is found with.
+    #[serde(skip)]
+    steady_settings: crate::config::SteadySettings,
 }
 
 impl RunModel {
-    /// Builds the model from the artifacts.
-    pub fn build(run: &RunArtifacts) -> RunModel {
+    /// Builds the model from the artifacts, with the thresholds that say
+    /// what a cold request and a steady state are.
+    pub fn build(run: &RunArtifacts, settings: &crate::config::Settings) -> RunModel {
         let aiperf_version = run
             .summary
             .as_ref()
@@ -127,7 +138,29 @@ impl RunModel {
             endpoint_roles,
             resets,
             births,
+            temperatures: records
+                .map(|r| connection::temperatures(r, &settings.cold))
+                .unwrap_or_default(),
+            steady: std::sync::OnceLock::new(),
+            steady_settings: settings.steady.clone(),
         }
+    }
+
+    /// The temperature of the record at `index` (file order); unknown for
+    /// an index the records do not have.
+    pub fn temperature(&self, index: usize) -> connection::Temperature {
+        self.temperatures
+            .get(index)
+            .copied()
+            .unwrap_or(connection::Temperature::Unknown)
+    }
+
+    /// The steady state of `records` (the run's records, those the model
+    /// was built from), found once ([`steady::detect`]) and then shared by
+    /// the `steady_state` check, claims, cleaning and the timeline.
+    pub fn steady(&self, records: &[Record]) -> &steady::SteadyState {
+        self.steady
+            .get_or_init(|| steady::detect(records, &self.steady_settings))
     }
 
     /// The earliest start of any record (ns), from the phases' windows (a

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::connection::{classify, Temperature};
+use super::connection::Temperature;
 use crate::artifacts::records::{Metric, Phase, Record};
 use crate::config::Settings;
 use crate::stats;
@@ -76,6 +76,8 @@ pub struct Selection<'a> {
     pub by_reason: BTreeMap<DropReason, usize>,
     /// Kept records whose connection state is unknown.
     pub kept_unknown: usize,
+    /// The kept records' temperatures, in the order of `kept`.
+    pub kept_temperatures: Vec<Temperature>,
 }
 
 /// Applies the cleaning rules: warmup always dropped, the rest on request.
@@ -83,15 +85,17 @@ pub fn select<'a>(records: &'a [Record], ex: Exclusions, settings: &Settings) ->
     let steady = ex
         .steady_state
         .then(|| super::steady::detect(records, &settings.steady));
-    select_with(records, ex, settings, steady.as_ref())
+    let temperatures = super::connection::temperatures(records, &settings.cold);
+    select_with(records, &temperatures, ex, steady.as_ref())
 }
 
-/// [`select`] with the run's steady state already found (`steady`, used
-/// when `ex.steady_state`).
+/// [`select`] over records already classified (`temperatures`, in file
+/// order: the model's) with the run's steady state already found
+/// (`steady`, used when `ex.steady_state`).
 pub fn select_with<'a>(
     records: &'a [Record],
+    temperatures: &[Temperature],
     ex: Exclusions,
-    settings: &Settings,
     steady: Option<&super::steady::SteadyState>,
 ) -> Selection<'a> {
     let steady = steady.filter(|_| ex.steady_state);
@@ -100,11 +104,12 @@ pub fn select_with<'a>(
         dropped: Vec::new(),
         by_reason: BTreeMap::new(),
         kept_unknown: 0,
+        kept_temperatures: Vec::new(),
     };
     let in_set =
         |set: Option<&Vec<usize>>, i: usize| set.is_some_and(|s| s.binary_search(&i).is_ok());
     for (i, r) in records.iter().enumerate() {
-        let temp = classify(r, &settings.cold);
+        let temp = temperatures.get(i).copied().unwrap_or(Temperature::Unknown);
         let rules = [
             (r.phase == Phase::Warmup, DropReason::Warmup),
             (ex.cold && temp == Temperature::Cold, DropReason::Cold),
@@ -120,6 +125,7 @@ pub fn select_with<'a>(
         if reasons.is_empty() {
             sel.kept_unknown += usize::from(temp == Temperature::Unknown);
             sel.kept.push(r);
+            sel.kept_temperatures.push(temp);
         } else {
             for reason in &reasons {
                 *sel.by_reason.entry(*reason).or_default() += 1;

@@ -46,7 +46,7 @@ const MAD_SCALE: f64 = 1.4826;
 const TAIL_SHARE: f64 = 0.5;
 
 /// The wave, the tail and the steady window of one run.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SteadyState {
     /// Successful profiling records considered.
     pub records: usize,
@@ -88,9 +88,8 @@ impl SteadyState {
 /// The basis value of a record less the DNS + connect it paid (ms).
 fn server_ms(r: &Record, basis: Metric) -> Option<f64> {
     let v = r.values.get(basis)?;
-    let paid = r.values.get(Metric::HttpReqDnsLookup).unwrap_or(0.0)
-        + r.values.get(Metric::HttpReqConnecting).unwrap_or(0.0);
-    Some((v - paid.max(0.0)).max(1e-3))
+    let paid = super::connection::setup_ms(r).unwrap_or(0.0);
+    Some((v - paid).max(1e-3))
 }
 
 fn median(sorted: &[f64]) -> f64 {

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{ContentArrangement, Table};
 
-use crate::compare::{Comparison, Row};
+use crate::results::comparison::{Comparison, Row};
 use crate::text::escape::visible;
 
 /// How a comparison is written.

@@ -9,9 +9,9 @@ use std::io::{self, Write};
 
 use super::Options;
 use crate::findings::{Finding, Severity};
+use crate::results::{Report, RunReport, RunStatus};
 use crate::text::escape::visible;
 use crate::text::labels_with;
-use crate::{Report, RunReport, RunStatus};
 
 /// One finding on one line.
 fn line(run: &RunReport, f: &Finding) -> String {

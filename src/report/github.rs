@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use crate::findings::Severity;
-use crate::Report;
+use crate::results::Report;
 
 /// Escapes annotation data: control and bidi characters made visible (so no
 /// input starts a log line or a terminal sequence), then `%`, CR and LF.
@@ -37,7 +37,7 @@ fn level(s: Severity) -> &'static str {
 /// Writes the annotations.
 pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     // Most severe first; within a severity, in run and check order.
-    let mut all: Vec<(&crate::RunReport, &crate::findings::Finding)> = report
+    let mut all: Vec<(&crate::results::RunReport, &crate::findings::Finding)> = report
         .runs
         .iter()
         .flat_map(|run| run.findings.iter().map(move |f| (run, f)))
@@ -108,7 +108,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
         "artifact-check: {} run(s): {} passed, {} warned, {} failed, {} errored; exit {}",
-        s.runs, s.passed, s.warned, s.failed, s.errored, s.exit_code
+        s.runs, s.passed, s.warned, s.failed, s.errored, s.exit
     )
 }
 

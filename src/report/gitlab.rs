@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 
 use super::sarif::{fingerprint, location};
 use crate::findings::Severity;
+use crate::results::Report;
 use crate::text::escape::write_json;
-use crate::Report;
 
 fn severity(s: Severity) -> &'static str {
     match s {

@@ -1,11 +1,11 @@
 //! The JSON report, written run by run: the same bytes as the whole
-//! [`Report`](crate::Report) serialized pretty at once, without holding it.
+//! [`Report`](crate::results::Report) serialized pretty at once, without holding it.
 
 use std::io::{self, Write};
 
-use crate::discover::PathError;
+use crate::results::PathError;
+use crate::results::{RunReport, Summary, REPORT_SCHEMA_VERSION};
 use crate::text::escape::write_json;
-use crate::{RunReport, Summary, REPORT_SCHEMA_VERSION};
 
 /// A JSON report being written.
 pub struct JsonStream<'a> {

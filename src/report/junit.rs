@@ -7,10 +7,10 @@ use std::io::{self, Write};
 
 use quick_junit::{NonSuccessKind, Report as JUnit, TestCase, TestCaseStatus, TestSuite};
 
-use crate::checks::CheckStatus;
 use crate::findings::Finding;
+use crate::results::CheckStatus;
+use crate::results::{Report, RunStatus};
 use crate::text::escape::visible;
-use crate::{Report, RunStatus};
 
 fn describe(findings: &[&Finding]) -> String {
     findings
@@ -31,7 +31,7 @@ fn describe(findings: &[&Finding]) -> String {
 
 /// A published claim as a testcase of its own: failed when the artifacts
 /// do not support it, skipped when they cannot tell.
-fn claim_case(c: &crate::claims::ClaimResult) -> TestCase {
+fn claim_case(c: &crate::results::ClaimResult) -> TestCase {
     let name = visible(&format!("claim {}", c.name)).into_owned();
     let figures = format!(
         "claimed {}, the cleaned artifacts give {}",

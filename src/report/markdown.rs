@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use crate::findings::Severity;
-use crate::{Report, RunStatus};
+use crate::results::{Report, RunStatus};
 
 /// Makes text safe inside a Markdown table cell (and as inline text).
 fn cell(s: &str) -> String {
@@ -69,7 +69,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         .collect();
     let footer = format!(
         "\nExit code {} (fail level {}).\n",
-        s.exit_code,
+        s.exit,
         s.fail_on.as_str()
     );
     // Room kept for the note and the footer.
@@ -121,7 +121,7 @@ fn headline_columns(report: &Report) -> Vec<&'static str> {
     names
 }
 
-fn run_row(run: &crate::RunReport, columns: &[&'static str]) -> String {
+fn run_row(run: &crate::results::RunReport, columns: &[&'static str]) -> String {
     let headline: Vec<_> = run
         .checks
         .iter()
@@ -131,7 +131,7 @@ fn run_row(run: &crate::RunReport, columns: &[&'static str]) -> String {
         .iter()
         .map(|name| {
             let v = headline.iter().find(|h| h.name == *name);
-            format!(" {} |", v.map_or(String::new(), |h| cell(&h.value)))
+            format!(" {} |", v.map_or(String::new(), |h| cell(&h.value_text())))
         })
         .collect();
     let n = |sev: Severity| run.count(sev);
@@ -157,7 +157,7 @@ fn run_row(run: &crate::RunReport, columns: &[&'static str]) -> String {
     )
 }
 
-fn run_details(run: &crate::RunReport) -> String {
+fn run_details(run: &crate::results::RunReport) -> String {
     let mut d = format!(
         "\n<details><summary>{}: {} finding(s)</summary>\n\n| severity | code | where | finding |\n|---|---|---|---|\n",
         cell(&run.path),

@@ -18,7 +18,7 @@ mod table;
 
 use std::io::{self, Write};
 
-use crate::Report;
+use crate::results::Report;
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -108,7 +108,7 @@ pub fn render(
 
 /// The closing line of the text formats: runs by status, findings by
 /// severity, the fail level and the exit code.
-pub(crate) fn closing_line(s: &crate::Summary) -> String {
+pub(crate) fn closing_line(s: &crate::results::Summary) -> String {
     format!(
         "{} run(s): {} passed, {} warned, {} failed, {} errored{}; findings: {} error, {} \
          warning, {} info; fail level {}; exit {}",
@@ -126,6 +126,6 @@ pub(crate) fn closing_line(s: &crate::Summary) -> String {
         s.findings.get("warning").unwrap_or(&0),
         s.findings.get("info").unwrap_or(&0),
         s.fail_on.as_str(),
-        s.exit_code
+        s.exit
     )
 }

@@ -8,10 +8,10 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
-use crate::discover::PathError;
 use crate::findings::Severity;
+use crate::results::PathError;
+use crate::results::{RunReport, Summary};
 use crate::text::escape::JsonFormatter;
-use crate::{RunReport, Summary};
 
 fn line(out: &mut dyn Write, v: &Value) -> io::Result<()> {
     let mut ser = serde_json::Serializer::with_formatter(
@@ -64,7 +64,7 @@ pub fn end(out: &mut dyn Write, errors: &[PathError], summary: &Summary) -> io::
 }
 
 /// Writes a whole report.
-pub fn render(report: &crate::Report, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(report: &crate::results::Report, out: &mut dyn Write) -> io::Result<()> {
     for r in &report.runs {
         run(out, r)?;
     }

@@ -12,8 +12,8 @@ use std::io::{self, Write};
 use serde_json::{json, Value};
 
 use crate::findings::{Finding, Severity};
+use crate::results::Report;
 use crate::text::escape::write_json;
-use crate::Report;
 
 fn level(s: Severity) -> &'static str {
     match s {
@@ -113,7 +113,10 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         .iter()
         .flat_map(|r| r.findings.iter().map(|f| f.code.as_str()))
         .collect();
-    let codes: Vec<crate::findings::Code> = crate::checks::codes()
+    let codes: Vec<crate::findings::Code> = report
+        .codes
+        .iter()
+        .copied()
         .filter(|c| found.contains(c.as_str()))
         .collect();
     let index: BTreeMap<&str, usize> = codes
@@ -139,8 +142,8 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             }},
             "results": results,
             "invocations": [{
-                "executionSuccessful": report.summary.exit_code != crate::EXIT_ERROR,
-                "exitCode": report.summary.exit_code,
+                "executionSuccessful": report.summary.exit != crate::results::ExitStatus::Error,
+                "exitCode": report.summary.exit.code(),
             }],
         }],
     });

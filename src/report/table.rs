@@ -9,8 +9,8 @@ use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
 
 use super::Options;
 use crate::findings::{Finding, Severity};
+use crate::results::{Report, RunReport, RunStatus};
 use crate::text::escape::visible;
-use crate::{Report, RunReport, RunStatus};
 
 fn table() -> Table {
     let mut t = Table::new();

@@ -366,7 +366,7 @@ impl Problem {
                 f = f.effect(q.2, b, Unit::Percent);
             }
         }
-        f.severity = severity(profiling_hit, code);
+        f = f.severity(severity(profiling_hit, code));
         f
     }
 }

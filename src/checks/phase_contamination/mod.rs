@@ -52,6 +52,7 @@ pub const CHECK: Check = Check {
     name: "phase_contamination",
     codes: &[CODES],
     run,
+    timeline: true,
 };
 
 crate::define_codes! { "phase_contamination";

@@ -159,7 +159,7 @@ pub fn findings(
         }
         msg.push('.');
         f.message = msg;
-        f.severity = severity;
+        f = f.severity(severity);
         out.push(f);
     }
 }
@@ -241,7 +241,7 @@ pub fn birth_findings(births: &[Birth], server: &ServerMetricsExport, out: &mut 
         if bs.len() == 1 {
             f = f.series(first.labels.clone());
         }
-        f.severity = severity;
+        f = f.severity(severity);
         out.push(f);
     }
 }

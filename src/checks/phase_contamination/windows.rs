@@ -60,7 +60,7 @@ pub fn windows(ctx: &Ctx, findings: &mut Vec<Finding>) -> Windows {
     let mut f = overlap_finding(&w, ps, we);
     if w.at_risk.is_empty() {
         // No request event fell in the overlap: nothing can have crossed.
-        f.severity = crate::findings::Severity::Info;
+        f = f.harmless("");
     }
     findings.push(f);
     w
@@ -127,9 +127,8 @@ pub fn settle_overlap(rows: &[super::MetricRow], findings: &mut [Finding]) {
         .iter_mut()
         .filter(|f| f.code == PHASE_WINDOW_OVERLAP)
     {
-        f.severity = crate::findings::Severity::Info;
-        f.message.push_str(
-            "; every request-scoped count of every observer splits exactly, so nothing was \
+        f.settle_harmless(
+            "every request-scoped count of every observer splits exactly, so nothing was \
              miscounted",
         );
     }
@@ -208,7 +207,7 @@ pub fn counter_windows(
             if let Some(n) = active {
                 f = f.effect("warmup_requests_in_window", n as f64, Unit::Count);
             }
-            f.severity = severity;
+            f = f.severity(severity);
             out.push(f);
         }
     }

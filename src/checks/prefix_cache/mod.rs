@@ -36,7 +36,8 @@ use crate::findings::{Finding, Unit};
 use crate::frameworks::canonical;
 use crate::model::cache::ClientRateSum;
 pub use crate::model::cache::{client_rate, ClientRate};
-use crate::model::connection::{classify, Temperature};
+use crate::model::connection::Temperature;
+use crate::results::{HitRate, HitSource};
 pub use prefill::{PrefillGroup, PrefillGroupKind};
 pub use raw_scrapes::RawScrapeRate;
 pub use server::{server_rates, ServerRate};
@@ -46,6 +47,7 @@ pub const CHECK: Check = Check {
     name: "prefix_cache",
     codes: &[CODES],
     run,
+    timeline: false,
 };
 
 crate::define_codes! { "prefix_cache";
@@ -131,11 +133,31 @@ impl CheckReport for Report {
         if client.is_none() && server.is_none() {
             return Vec::new();
         }
-        let short = |v: Option<f64>| v.map_or("?".into(), |v| format!("{:.1} %", v * 100.0));
         vec![super::Headline {
             name: "hit rate client / server",
-            value: format!("{} / {}", short(client), short(server)),
+            values: vec![client, server],
+            unit: crate::results::HeadlineUnit::Fraction,
+            change_pct: None,
         }]
+    }
+
+    fn hit_rates(&self) -> Vec<HitRate> {
+        let client = self.client.hit_rate.map(|rate| HitRate {
+            source: HitSource::Clients {
+                records: self.client.records,
+            },
+            rate,
+        });
+        let servers = self.server.iter().filter_map(|s| {
+            Some(HitRate {
+                source: HitSource::Server {
+                    formula: s.formula.clone(),
+                    endpoints: s.endpoints.clone(),
+                },
+                rate: s.hit_rate?,
+            })
+        });
+        client.into_iter().chain(servers).collect()
     }
 }
 
@@ -157,14 +179,14 @@ impl Clients {
         // Started where `Iterator::sum` starts, so the total is bit for bit
         // the one a `.sum()` over the same values gave.
         let mut prompt_tokens: f64 = std::iter::empty::<f64>().sum();
-        for r in records.iter().filter(|r| r.is_success()) {
+        for (i, r) in records.iter().enumerate().filter(|(_, r)| r.is_success()) {
             match r.phase {
                 Phase::Profiling => {
                     profiling.add(r);
                     if let Some(p) = r.values.get(Metric::UsagePromptTokens) {
                         prompt_tokens += p;
                     }
-                    if classify(r, &ctx.settings.cold) == Temperature::Warm {
+                    if ctx.model.temperature(i) == Temperature::Warm {
                         warm_only.add(r);
                     }
                 }

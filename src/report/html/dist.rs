@@ -5,9 +5,7 @@
 
 use serde::Serialize;
 
-use crate::artifacts::records::Phase;
-use crate::model::timeline::{Bar, Timeline};
-use crate::stats;
+use crate::results::timeline::{Distribution, Timeline};
 
 const BINS: usize = 40;
 const W: f64 = 480.0;
@@ -41,21 +39,7 @@ pub struct DistView {
 
 /// TTFT and latency, those the run has.
 pub fn views(tl: &Timeline) -> Vec<DistView> {
-    let ok: Vec<&Bar> = tl
-        .requests
-        .iter()
-        .filter(|r| r.phase == Phase::Profiling && r.ok)
-        .collect();
-    [
-        (
-            "time_to_first_token",
-            (|r: &Bar| r.ttft_ms) as fn(&Bar) -> Option<f64>,
-        ),
-        ("request_latency", |r: &Bar| r.latency_ms),
-    ]
-    .into_iter()
-    .filter_map(|(name, get)| view(name, &ok, get))
-    .collect()
+    tl.distributions().iter().map(view).collect()
 }
 
 /// Each set's histogram as a step outline, on one scale.
@@ -97,44 +81,24 @@ fn series(sets: &[(&'static str, &Vec<f64>)], bin: &dyn Fn(f64) -> usize) -> Vec
         .collect()
 }
 
-fn view(metric: &'static str, ok: &[&Bar], get: fn(&Bar) -> Option<f64>) -> Option<DistView> {
-    let all: Vec<f64> = ok
-        .iter()
-        .filter_map(|r| get(r))
-        .filter(|v| *v > 0.0)
-        .collect();
-    if all.len() < 2 {
-        return None;
-    }
-    let warm: Vec<f64> = ok
-        .iter()
-        .filter(|r| !r.cold)
-        .filter_map(|r| get(r))
-        .collect();
-    let steady: Vec<f64> = ok
-        .iter()
-        .filter(|r| !r.unsteady)
-        .filter_map(|r| get(r))
-        .collect();
+fn view(d: &Distribution) -> DistView {
+    let all = &d.all;
     let lo = all.iter().copied().fold(f64::INFINITY, f64::min).ln();
     let hi = all.iter().copied().fold(0.0, f64::max).ln().max(lo + 1e-9);
     let x = |v: f64| ((v.max(1e-9).ln() - lo) / (hi - lo) * W).clamp(0.0, W);
     let bin = |v: f64| ((x(v) / W * BINS as f64) as usize).min(BINS - 1);
     let sets = [
-        ("all", &all),
-        ("warm only", &warm),
-        ("steady state", &steady),
+        ("all", &d.all),
+        ("warm only", &d.warm),
+        ("steady state", &d.steady),
     ];
     let series = series(&sets, &bin);
-    let sorted = stats::sorted(all.iter().copied());
-    let marks = [50.0, 90.0, 99.0]
-        .into_iter()
-        .filter_map(|q| {
-            let v = stats::percentile(&sorted, q)?;
-            Some(Mark {
-                x: x(v),
-                label: format!("p{q:.0} {v:.1} ms"),
-            })
+    let marks = d
+        .percentiles
+        .iter()
+        .map(|&(q, v)| Mark {
+            x: x(v),
+            label: format!("p{q:.0} {v:.1} ms"),
         })
         .collect();
     let axis = (0..=4)
@@ -146,12 +110,12 @@ fn view(metric: &'static str, ok: &[&Bar], get: fn(&Bar) -> Option<f64>) -> Opti
             }
         })
         .collect();
-    Some(DistView {
-        metric,
+    DistView {
+        metric: d.metric,
         width: W,
         height: H,
         series,
         marks,
         axis,
-    })
+    }
 }

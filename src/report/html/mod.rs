@@ -14,9 +14,9 @@ use std::io::{self, Write};
 use minijinja::{AutoEscape, Environment};
 use serde::Serialize;
 
-use crate::checks::prefix_cache;
 use crate::findings::{Finding, Severity};
-use crate::{Report, RunReport};
+use crate::results::{HitRate, HitSource};
+use crate::results::{Report, RunReport};
 
 const TEMPLATE: &str = include_str!("report.html.j2");
 
@@ -117,29 +117,32 @@ fn finding_view(i: usize, run: &RunReport, f: &Finding, metrics: &[String]) -> F
 
 /// Client and server hit rates, with the server's gap to the clients.
 fn hit_rates(run: &RunReport) -> Vec<HitRow> {
-    let Some(r) = run.checks.report::<prefix_cache::Report>() else {
-        return Vec::new();
-    };
-    let client = r.client.hit_rate;
-    let mut rows: Vec<HitRow> = client
-        .map(|c| HitRow {
-            label: format!("clients ({} records)", r.client.records),
-            rate_pct: c * 100.0,
-            gap_pp: None,
-            width: c * 300.0,
-        })
-        .into_iter()
+    let rates: Vec<HitRate> = run
+        .checks
+        .iter()
+        .flat_map(|c| c.report.hit_rates())
         .collect();
-    for s in &r.server {
-        let Some(rate) = s.hit_rate else { continue };
-        rows.push(HitRow {
-            label: text(&format!("{} on {}", s.formula, s.endpoints.join(", "))),
-            rate_pct: rate * 100.0,
-            gap_pp: client.map(|c| (rate - c) * 100.0),
-            width: rate.clamp(0.0, 1.0) * 300.0,
-        });
-    }
-    rows
+    let client = rates.iter().find_map(|h| match h.source {
+        HitSource::Clients { .. } => Some(h.rate),
+        HitSource::Server { .. } => None,
+    });
+    rates
+        .iter()
+        .map(|h| match &h.source {
+            HitSource::Clients { records } => HitRow {
+                label: format!("clients ({records} records)"),
+                rate_pct: h.rate * 100.0,
+                gap_pp: None,
+                width: h.rate * 300.0,
+            },
+            HitSource::Server { formula, endpoints } => HitRow {
+                label: text(&format!("{formula} on {}", endpoints.join(", "))),
+                rate_pct: h.rate * 100.0,
+                gap_pp: client.map(|c| (h.rate - c) * 100.0),
+                width: h.rate.clamp(0.0, 1.0) * 300.0,
+            },
+        })
+        .collect()
 }
 
 fn run_view(i: usize, run: &RunReport) -> RunView {
@@ -197,8 +200,8 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let page = Page {
         tool_version: env!("CARGO_PKG_VERSION"),
         closing_line: super::closing_line(&report.summary),
-        exit_code: report.summary.exit_code,
-        failed: report.summary.exit_code != 0,
+        exit_code: report.summary.exit.code(),
+        failed: report.summary.exit != crate::results::ExitStatus::Ok,
         findings: findings.into_iter().map(|f| f.2).collect(),
         runs,
         errors: report

@@ -6,8 +6,7 @@
 
 use serde::Serialize;
 
-use crate::artifacts::records::Phase;
-use crate::model::timeline::Timeline;
+use crate::results::timeline::{Phase, Temperature, Timeline};
 
 /// Width of every time axis (SVG units).
 pub const WIDTH: f64 = 1000.0;
@@ -257,14 +256,18 @@ fn bars(tl: &Timeline, sc: &Scale, lane: &[usize]) -> Vec<BarView> {
             w: sc.w(r.start_ns, r.end_ns),
             y: l as f64 * LANE,
             tick: r.first_ns.map(|t| sc.x(t)),
-            cold: r.cold,
+            cold: r.temperature == Temperature::Cold,
             ok: r.ok,
             unsteady: r.unsteady,
             title: format!(
                 "{} ({}{}{}): {:.3}-{:.3} s, TTFT {}, latency {}",
                 super::text(&r.id),
                 r.phase.as_str(),
-                if r.cold { ", cold connection" } else { "" },
+                if r.temperature == Temperature::Cold {
+                    ", cold connection"
+                } else {
+                    ""
+                },
                 if r.ok { "" } else { ", failed" },
                 sc.secs(r.start_ns),
                 sc.secs(r.end_ns),
@@ -293,7 +296,7 @@ fn binned_view(tl: &Timeline, sc: &Scale) -> (Vec<BinView>, f64) {
         let p = usize::from(r.phase == Phase::Profiling);
         delta[p][bin(r.start_ns)] += 1;
         delta[p][bin(r.end_ns) + 1] -= 1;
-        cold[bin(r.start_ns)] += u32::from(r.cold);
+        cold[bin(r.start_ns)] += u32::from(r.temperature == Temperature::Cold);
     }
     let mut inflight = [vec![0_i64; BINS], vec![0_i64; BINS]];
     for p in 0..2 {
@@ -335,7 +338,7 @@ fn binned_view(tl: &Timeline, sc: &Scale) -> (Vec<BinView>, f64) {
     (bins, h)
 }
 
-fn metric_view(m: &crate::model::timeline::MetricIntervals, sc: &Scale, run: &str) -> MetricView {
+fn metric_view(m: &crate::results::timeline::MetricIntervals, sc: &Scale, run: &str) -> MetricView {
     let peak = m
         .intervals
         .iter()

@@ -7,12 +7,12 @@
 
 use serde::Serialize;
 
-use super::connection::{classify, Temperature};
-use super::RunModel;
-use crate::artifacts::records::{Phase, Record};
+pub use crate::artifacts::records::Phase;
+use crate::artifacts::records::{Metric, Record};
 use crate::artifacts::RunArtifacts;
-use crate::config::Settings;
 use crate::frameworks::{ObservedAt, REQUEST_SCOPED};
+pub use crate::model::connection::Temperature;
+use crate::model::RunModel;
 
 /// One request.
 #[derive(Debug, Clone, Serialize)]
@@ -27,8 +27,9 @@ pub struct Bar {
     pub first_ns: Option<u64>,
     /// Last response byte or error (ns).
     pub end_ns: u64,
-    /// It paid for DNS or connect.
-    pub cold: bool,
+    /// Its connection temperature (the model's: unknown is neither cold
+    /// nor warm).
+    pub temperature: Temperature,
     /// It succeeded.
     pub ok: bool,
     /// TTFT (ms).
@@ -122,6 +123,82 @@ impl Timeline {
     }
 }
 
+/// One metric's values over the successful profiling requests, per series
+/// the HTML report draws, with the percentiles AIPerf publishes over them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Distribution {
+    /// The metric's tag (`time_to_first_token`, `request_latency`).
+    pub metric: &'static str,
+    /// Every successful profiling request's positive value (what AIPerf
+    /// publishes), in start order (ms).
+    pub all: Vec<f64>,
+    /// Those of warm requests only: a request of unknown temperature is
+    /// not warm (ms).
+    pub warm: Vec<f64>,
+    /// Those in the steady state: the opening wave and the drain tail
+    /// dropped (ms).
+    pub steady: Vec<f64>,
+    /// The published percentiles of `all`: (percentile, value in ms) for
+    /// p50, p90 and p99.
+    pub percentiles: Vec<(f64, f64)>,
+}
+
+/// The percentiles a distribution marks.
+pub const MARKED_PERCENTILES: [f64; 3] = [50.0, 90.0, 99.0];
+
+impl Timeline {
+    /// TTFT and request latency, those the run has at least two positive
+    /// values of.
+    pub fn distributions(&self) -> Vec<Distribution> {
+        let ok: Vec<&Bar> = self
+            .requests
+            .iter()
+            .filter(|r| r.phase == Phase::Profiling && r.ok)
+            .collect();
+        [
+            (
+                Metric::TimeToFirstToken,
+                (|r: &Bar| r.ttft_ms) as fn(&Bar) -> Option<f64>,
+            ),
+            (Metric::RequestLatency, |r: &Bar| r.latency_ms),
+        ]
+        .into_iter()
+        .filter_map(|(metric, get)| {
+            let all: Vec<f64> = ok
+                .iter()
+                .filter_map(|r| get(r))
+                .filter(|v| *v > 0.0)
+                .collect();
+            if all.len() < 2 {
+                return None;
+            }
+            let warm = ok
+                .iter()
+                .filter(|r| r.temperature == Temperature::Warm)
+                .filter_map(|r| get(r))
+                .collect();
+            let steady = ok
+                .iter()
+                .filter(|r| !r.unsteady)
+                .filter_map(|r| get(r))
+                .collect();
+            let sorted = crate::stats::sorted(all.iter().copied());
+            let percentiles = MARKED_PERCENTILES
+                .into_iter()
+                .filter_map(|q| Some((q, crate::stats::percentile(&sorted, q)?)))
+                .collect();
+            Some(Distribution {
+                metric: metric.tag(),
+                all,
+                warm,
+                steady,
+                percentiles,
+            })
+        })
+        .collect()
+    }
+}
+
 /// The instant a request's observation of a metric observed `at` is made.
 fn instant(r: &Record, at: ObservedAt) -> u64 {
     match at {
@@ -137,25 +214,12 @@ fn instant(r: &Record, at: ObservedAt) -> u64 {
 /// Builds the timeline; `metrics` are the (family, endpoint) pairs to show
 /// intervals of (those the findings name); `steady`, the run's steady state
 /// when already found (else it is found here).
-pub fn build(
-    run: &RunArtifacts,
-    model: &RunModel,
-    settings: &Settings,
-    metrics: &[(String, String)],
-    steady: Option<&super::steady::SteadyState>,
-) -> Timeline {
+pub fn build(run: &RunArtifacts, model: &RunModel, metrics: &[(String, String)]) -> Timeline {
     let records = run
         .records
         .as_ref()
         .map_or(&[][..], |r| r.records.as_slice());
-    let found;
-    let steady = match steady {
-        Some(s) => s,
-        None => {
-            found = super::steady::detect(records, &settings.steady);
-            &found
-        }
-    };
+    let steady = model.steady(records);
     let mut requests: Vec<Bar> = records
         .iter()
         .enumerate()
@@ -166,14 +230,10 @@ pub fn build(
             start_ns: r.request_start_ns,
             first_ns: r.first_token_ns(),
             end_ns: r.request_end_ns.max(r.request_start_ns),
-            cold: classify(r, &settings.cold) == Temperature::Cold,
+            temperature: model.temperature(i),
             ok: r.is_success(),
-            ttft_ms: r
-                .values
-                .get(crate::artifacts::records::Metric::TimeToFirstToken),
-            latency_ms: r
-                .values
-                .get(crate::artifacts::records::Metric::RequestLatency),
+            ttft_ms: r.values.get(Metric::TimeToFirstToken),
+            latency_ms: r.values.get(Metric::RequestLatency),
         })
         .collect();
     requests.sort_by_key(|b| b.start_ns);
@@ -231,7 +291,7 @@ fn intervals(
         .iter()
         .find(|d| crate::frameworks::canonical(&d.name) == canon)?
         .observed_at;
-    let points = super::attribution::cumulative(scrapes, endpoint, metric, |_| true);
+    let points = crate::model::attribution::cumulative(scrapes, endpoint, metric, |_| true);
     let mut events: Vec<(u64, Phase)> = records.iter().map(|r| (instant(r, at), r.phase)).collect();
     events.sort_unstable_by_key(|e| e.0);
     let mut out = Vec::new();
