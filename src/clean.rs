@@ -92,10 +92,6 @@ pub fn export(
     if parquet && !cfg!(feature = "parquet") {
         return Err(CleanError::NoParquet);
     }
-    let io_err = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| CleanError::Io { path, source }
-    };
     // Refused before anything is created: DIR inside the run (after `..`
     // and symlinks), and later each file (a symlink in DIR could lead back).
     let protected = Protected::new([run_dir]);
@@ -106,17 +102,7 @@ pub fn export(
     // in summary.json and the command exits 1.
     let unreadable = read.findings.iter().map(located).collect();
     let records = read.records;
-    fs::create_dir_all(out).map_err(io_err(out))?;
-    let mut names = vec!["requests.csv", "summary.json"];
-    if parquet {
-        names.push("requests.parquet");
-    }
-    for n in &names {
-        let p = out.join(n);
-        if p.exists() && !force {
-            return Err(CleanError::Exists(p));
-        }
-    }
+    let names = prepare(out, parquet, force)?;
 
     let Selection {
         kept,
@@ -161,6 +147,26 @@ pub fn export(
         writeln!(w)
     })?;
     Ok(summary)
+}
+
+/// Creates `out` and names the files to write there; refuses a file that
+/// exists unless `force`.
+fn prepare(out: &Path, parquet: bool, force: bool) -> Result<Vec<&'static str>, CleanError> {
+    fs::create_dir_all(out).map_err(|source| CleanError::Io {
+        path: out.to_path_buf(),
+        source,
+    })?;
+    let mut names = vec!["requests.csv", "summary.json"];
+    if parquet {
+        names.push("requests.parquet");
+    }
+    for n in &names {
+        let p = out.join(n);
+        if p.exists() && !force {
+            return Err(CleanError::Exists(p));
+        }
+    }
+    Ok(names)
 }
 
 /// A reader's finding as one line of `summary.json`'s `unreadable`.

@@ -360,8 +360,18 @@ fn missing_warmup_metrics_is_unknown_not_zero() {
     let rows = run["checks"]["phase_contamination"]["metrics"]
         .as_array()
         .expect("rows");
-    for r in rows.iter().filter(|r| r["phase"] == "warmup") {
+    // Every warmup row is there, says it cannot tell, and counts nothing:
+    // a missing phase is unknown, not zero.
+    let warmup: Vec<&Value> = rows.iter().filter(|r| r["phase"] == "warmup").collect();
+    assert!(!warmup.is_empty(), "no warmup rows: {rows:?}");
+    assert_eq!(
+        warmup.len(),
+        rows.iter().filter(|r| r["phase"] == "profiling").count(),
+        "a warmup row per profiling row"
+    );
+    for r in warmup {
         assert!(r["found_count"].is_null(), "{r}");
+        assert_eq!(r["classification"], "unknown", "{r}");
     }
     for code in [
         "unexplained-deficit",

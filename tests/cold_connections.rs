@@ -256,10 +256,11 @@ fn clean_export_keeps_exactly_the_warm_profiling_records() {
     assert!(!inside.exists(), "created inside the run before refusing");
 }
 
-/// Parquet without the feature is a clear error naming it.
-#[cfg(not(feature = "parquet"))]
+/// `--parquet` writes the file in a build with the feature and is a clear
+/// error naming the feature in one without (compiled in every build;
+/// `.ci/run` runs it both ways).
 #[test]
-fn parquet_without_the_feature_names_it() {
+fn parquet_is_written_or_refused_naming_the_feature() {
     let out = tempfile::tempdir().expect("tempdir");
     let run = run_dir("cold-tls");
     let (_, stderr, code) = cli(&[
@@ -269,8 +270,15 @@ fn parquet_without_the_feature_names_it() {
         out.path().to_str().expect("utf8"),
         "--parquet",
     ]);
-    assert_eq!(code, 2);
-    assert!(stderr.contains("`parquet` cargo feature"), "{stderr}");
+    let file = out.path().join("requests.parquet");
+    if cfg!(feature = "parquet") {
+        assert_eq!(code, 0, "{stderr}");
+        assert!(file.is_file());
+    } else {
+        assert_eq!(code, 2);
+        assert!(stderr.contains("`parquet` cargo feature"), "{stderr}");
+        assert!(!file.exists());
+    }
 }
 
 /// With the feature, the Parquet file holds the same rows as the CSV.

@@ -176,7 +176,6 @@ fn the_same_runs_give_the_same_intervals_and_outputs_render() {
     let (a, _) = compare(&fixture("repeat-a"), &fixture("slower-decode"), &[]);
     let (b, _) = compare(&fixture("repeat-a"), &fixture("slower-decode"), &[]);
     assert_eq!(a, b, "seeded");
-    std::env::set_current_dir(root()).expect("chdir");
     for format in ["table", "markdown", "json"] {
         let (out, err, code) = cli(&[
             "compare",

@@ -111,9 +111,9 @@ fn the_documented_duckdb_queries_agree_with_an_unsharded_audit() {
     let python = match test_python(&["duckdb"]) {
         Ok(p) => p,
         Err(why) => {
-            eprintln!(
-                "skipped: the DuckDB queries of docs/fleet.md need Python with duckdb: {why}"
-            );
+            common::missing_tool(&format!(
+                "the DuckDB queries of docs/fleet.md need Python with duckdb: {why}"
+            ));
             return;
         }
     };

@@ -318,7 +318,9 @@ fn sarif_validates_against_the_2_1_0_schema() {
     let python = match test_python(&["jsonschema"]) {
         Ok(p) => p,
         Err(why) => {
-            eprintln!("skipped: validating SARIF needs Python with jsonschema: {why}");
+            common::missing_tool(&format!(
+                "validating SARIF needs Python with jsonschema: {why}"
+            ));
             return;
         }
     };

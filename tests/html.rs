@@ -71,7 +71,9 @@ fn console_errors(log: &str) -> Vec<&str> {
 fn every_sample_page_renders_its_requests_and_findings_without_errors() {
     let browser = chromium();
     if browser.is_none() {
-        eprintln!("skipped in the browser: no chromium (apt-get install chromium); checking the files only");
+        common::missing_tool(
+            "no chromium (apt-get install chromium): the pages are checked as files only",
+        );
     }
     let t = tempfile::tempdir().expect("tempdir");
     for name in RUNS {
@@ -145,7 +147,7 @@ fn a_contaminated_metric_links_to_its_misattributed_intervals() {
 #[test]
 fn a_script_error_on_the_page_is_caught() {
     let Some(browser) = chromium() else {
-        eprintln!("skipped: no chromium");
+        common::missing_tool("no chromium (apt-get install chromium)");
         return;
     };
     let t = tempfile::tempdir().expect("tempdir");
@@ -163,7 +165,7 @@ fn a_script_error_on_the_page_is_caught() {
 #[test]
 fn a_sample_page_renders_to_a_png() {
     let Some(browser) = chromium() else {
-        eprintln!("skipped: no chromium");
+        common::missing_tool("no chromium (apt-get install chromium)");
         return;
     };
     let t = tempfile::tempdir().expect("tempdir");
@@ -260,4 +262,82 @@ fn a_100k_request_page_is_binned_and_under_5_mb() {
         );
         assert!(dom.contains("data-errors=\"0\""));
     }
+}
+
+/// The successful profiling records of a run's `profile_export.jsonl` with
+/// a positive TTFT, and how many of them the tool's documented rule calls
+/// warm (connection reused, DNS and connect at most 1 ms: docs/checks.md),
+/// read here without the crate.
+fn ttft_counts(dir: &Path) -> (usize, usize) {
+    let text = fs::read_to_string(dir.join("profile_export.jsonl")).expect("records");
+    let (mut all, mut warm) = (0, 0);
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let r: serde_json::Value = serde_json::from_str(line).expect("record");
+        let m = &r["metrics"];
+        let value = |k: &str| m[k]["value"].as_f64().or_else(|| m[k].as_f64());
+        let ok = r["error"].is_null() && r["metadata"]["was_cancelled"] != true;
+        if r["metadata"]["benchmark_phase"] != "profiling" || !ok {
+            continue;
+        }
+        if !value("time_to_first_token").is_some_and(|v| v > 0.0) {
+            continue;
+        }
+        all += 1;
+        let small = |k: &str| value(k).is_none_or(|v| v <= 1.0);
+        if value("http_req_connection_reused") == Some(1.0)
+            && small("http_req_dns_lookup")
+            && small("http_req_connecting")
+        {
+            warm += 1;
+        }
+    }
+    (all, warm)
+}
+
+/// The "warm only" distribution holds warm requests only: a request whose
+/// temperature cannot be told (no connection fields) is not warm.
+#[test]
+fn the_warm_only_series_excludes_requests_of_unknown_temperature() {
+    let (_t, dir) = copy_run("cold-tls");
+    let (all, warm) = ttft_counts(&dir);
+    assert!(
+        warm > 0 && warm < all,
+        "cold-tls has cold and warm requests: {all} {warm}"
+    );
+    let page = dir.with_extension("html");
+    html_of(&[&dir], &page);
+    let html = fs::read_to_string(&page).expect("page");
+    assert!(html.contains(&format!("all ({all})")), "all ({all})");
+    assert!(
+        html.contains(&format!("warm only ({warm})")),
+        "warm only ({warm})"
+    );
+
+    // The same run without its connection fields: every request is of
+    // unknown temperature, so none is warm.
+    let path = dir.join("profile_export.jsonl");
+    let stripped: String = fs::read_to_string(&path)
+        .expect("records")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut r: serde_json::Value = serde_json::from_str(l).expect("record");
+            let m = r["metrics"].as_object_mut().expect("metrics");
+            m.retain(|k, _| !k.starts_with("http_req_"));
+            format!("{r}\n")
+        })
+        .collect();
+    fs::write(&path, stripped).expect("write");
+    assert_eq!(ttft_counts(&dir), (all, 0));
+    html_of(&[&dir], &page);
+    let html = fs::read_to_string(&page).expect("page");
+    assert!(html.contains(&format!("all ({all})")), "all ({all})");
+    assert!(
+        html.contains("warm only (0)"),
+        "unknown-temperature requests counted warm: {:?}",
+        html.match_indices("warm only (")
+            .map(|(i, _)| &html[i..i + 16])
+            .collect::<Vec<_>>()
+    );
+    assert!(!html.contains(&format!("warm only ({all})")));
 }

@@ -21,6 +21,10 @@ use serde::Deserialize;
 
 use crate::findings::{reading, Finding};
 
+/// The labels of one series (name to value): what picks it out among its
+/// family's series on an endpoint. Every layer names a label set this way.
+pub type Labels = std::collections::BTreeMap<String, String>;
+
 /// Files whose presence makes a directory a run directory.
 pub const RUN_MARKERS: &[&str] = &[summary::FILE, records::FILE, server_metrics::FILE];
 

@@ -78,7 +78,7 @@ pub struct Series {
     pub endpoint_url: Option<String>,
     /// Labels (absent = none).
     #[serde(default)]
-    pub labels: BTreeMap<String, String>,
+    pub labels: super::Labels,
     /// Phase statistics.
     #[serde(default)]
     pub stats: Stats,

@@ -35,8 +35,7 @@ use crate::frameworks::{
     label_role, Framework, LabelRole, DECODE_ROLES, FRONTEND_PREFIXES, PREFILL_ROLES, ROLE_LABELS,
 };
 
-/// Labels of one series.
-pub type Labels = BTreeMap<String, String>;
+pub use crate::artifacts::Labels;
 
 /// The role of each scrape endpoint: the value of a role label on any of
 /// its series (`prefill`, `decode`; Dynamo's `backend` reads as `decode`),

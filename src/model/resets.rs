@@ -37,8 +37,7 @@ use crate::frameworks::{canonical, PROCESS_START};
 /// (of 1 below 1); the walk visits only such falls.
 const FALL: f64 = 1e-9;
 
-/// Labels of one series.
-type Labels = BTreeMap<String, String>;
+use crate::artifacts::Labels;
 
 /// One series that fell at a reset.
 #[derive(Debug, Clone, PartialEq)]

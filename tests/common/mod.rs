@@ -37,10 +37,13 @@ pub fn run_dir(name: &str) -> PathBuf {
     root().join("sample-artifacts/runs").join(name)
 }
 
-/// Runs the binary; returns (stdout, stderr, exit code).
+/// Runs the binary from the repository root (relative paths are the
+/// repository's; no test changes the process's directory, which parallel
+/// tests share); returns (stdout, stderr, exit code).
 pub fn cli(args: &[&str]) -> (String, String, i32) {
     let out = Command::cargo_bin("artifact-check")
         .expect("binary builds")
+        .current_dir(root())
         .args(args)
         .env_remove("NO_COLOR")
         .output()
@@ -172,6 +175,18 @@ pub fn percentile(values: &[f64], q: f64) -> f64 {
 /// packages a test needs: `duckdb`, `jsonschema`): the one in
 /// `ARTIFACT_CHECK_TEST_PYTHON` (`.ci/run` sets it), else `python3`; or why
 /// there is none, for the test's "skipped" message.
+/// A test's external tool is missing: in CI (`CI` or
+/// `ARTIFACT_CHECK_REQUIRE_TOOLS` set and not `0`/`false`; `.ci/run` sets
+/// it, and CI installs every tool) that is a failure, elsewhere the test
+/// says it skips what needs the tool.
+pub fn missing_tool(why: &str) {
+    let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
+    if set("CI") || set("ARTIFACT_CHECK_REQUIRE_TOOLS") {
+        panic!("in CI a missing test tool fails the test instead of skipping it: {why}");
+    }
+    eprintln!("skipped (not in CI): {why}");
+}
+
 pub fn test_python(modules: &[&str]) -> Result<String, String> {
     let python = std::env::var("ARTIFACT_CHECK_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
     let import = format!("import {}", modules.join(", "));

@@ -20,7 +20,7 @@ objects_only!(RawSample, RawScrape);
 pub struct RawSample {
     /// Labels (absent = none).
     #[serde(default)]
-    pub labels: BTreeMap<String, String>,
+    pub labels: crate::artifacts::Labels,
     /// Counter/gauge value.
     #[serde(default)]
     pub value: Option<f64>,

@@ -3,10 +3,7 @@
 //! its phase tag. Both [`super::block`] and [`super::store`] use it; neither
 //! uses the other's types for these.
 
-use std::collections::BTreeMap;
-
-/// Labels of one series.
-pub type Labels = BTreeMap<String, String>;
+pub use crate::artifacts::Labels;
 
 /// "No bucket bounds" in a row.
 pub const NONE: u32 = u32::MAX;
