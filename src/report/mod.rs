@@ -15,6 +15,8 @@ mod markdown;
 pub mod ndjson;
 mod sarif;
 mod table;
+#[cfg(test)]
+mod tests;
 
 use std::io::{self, Write};
 
