@@ -2,13 +2,12 @@
 //! a configuration [`Layer`], which [`crate::config::resolve`] puts over the
 //! file and the defaults.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::builder::PossibleValuesParser;
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{ColdLayer, Layer, PhaseLayer, PrefixLayer, SteadyLayer};
+use crate::config::Layer;
 use crate::report::Format;
 
 const EXIT_CODES: &str = "\
@@ -129,55 +128,70 @@ pub struct AuditArgs {
     pub thresholds: Thresholds,
 }
 
-/// Check thresholds; defaults in docs/checks.md.
-#[derive(Debug, Args, Clone, Default)]
-pub struct Thresholds {
-    /// cold_connections: DNS lookup above this many ms makes a request cold [default: 1].
-    #[arg(long, value_name = "MS")]
-    pub cold_dns_ms: Option<f64>,
-    /// cold_connections: TCP+TLS connect above this many ms makes a request cold [default: 1].
-    #[arg(long, value_name = "MS")]
-    pub cold_connect_ms: Option<f64>,
-    /// cold_connections: report a statistic biased by more than this percent [default: 5].
-    #[arg(long, value_name = "PCT")]
-    pub cold_bias_pct: Option<f64>,
-    /// cold_connections: fewer warm records than this are too few to tell [default: 5].
-    #[arg(long, value_name = "N")]
-    pub min_warm_records: Option<usize>,
-    /// prefix_cache: report a server/client gap above this many points [default: 1].
-    #[arg(long, value_name = "PP")]
-    pub cache_gap_pp: Option<f64>,
-    /// prefix_cache: report AIPerf's overall_usage_prompt_cache_read_pct off the records by
-    /// more than this many points [default: 0.1].
-    #[arg(long, value_name = "PP")]
-    pub client_summary_pp: Option<f64>,
-    /// prefix_cache: report server vs client prompt-token totals differing by more than this
-    /// percent [default: 0.5].
-    #[arg(long, value_name = "PCT")]
-    pub prompt_tokens_pct: Option<f64>,
-    /// prefix_cache: report prefill throughput overstated by more than this percent [default: 10].
-    #[arg(long, value_name = "PCT")]
-    pub prefill_overstatement_pct: Option<f64>,
-    /// steady_state: report a statistic the opening wave or the drain tail moves by more than
-    /// this percent [default: 5].
-    #[arg(long, value_name = "PCT")]
-    pub steady_bias_pct: Option<f64>,
-    /// steady_state: fewer successful profiling records than this are too few to tell
-    /// [default: 20].
-    #[arg(long, value_name = "N")]
-    pub steady_min_records: Option<usize>,
-    /// steady_state: an opening wave's median TTFT is at least this many times the steady
-    /// median [default: 1.5].
-    #[arg(long, value_name = "RATIO")]
-    pub wave_ratio: Option<f64>,
-    /// phase_contamination: slack when matching scrape increments to requests [default: 20].
-    #[arg(long, value_name = "MS")]
-    pub match_slack_ms: Option<f64>,
-    /// phase_contamination: an extra request-scoped metric, NAME=arrival|first_token|completion
-    /// (repeatable).
-    #[arg(long, value_name = "NAME=WHEN", value_parser = name_when)]
-    pub request_scoped_metric: Vec<(String, String)>,
+/// The flags a threshold table makes (`config::with_thresholds!`): one per
+/// threshold, named, typed and documented by its row, and the layer they
+/// make.
+macro_rules! flags_from_table {
+    ($(
+        $(#[$sdoc:meta])*
+        $sfield:ident / $lfield:ident: $Settings:ident, $Layer:ident, $file:literal, $check:literal {
+            $( $field:ident: $ty:ty = $default:expr => $key:literal, $flag:ident, $vn:literal, $valid:ident, $meaning:literal; )*
+        } extra {
+            $( $(#[$xdoc:meta])* $xfield:ident: $xty:ty = $xdefault:expr; )*
+        } layer_extra {
+            $( $(#[$ydoc:meta])* $yfield:ident: $yty:ty; )*
+        }
+    )*) => {
+        /// Check thresholds (each with its default; docs/configuration.md).
+        #[derive(Debug, Args, Clone, Default)]
+        pub struct Thresholds {
+            $($(
+                #[doc = concat!($check, ": ", $meaning, " [default: ", stringify!($default), "]")]
+                #[arg(
+                    long,
+                    value_name = $vn,
+                    help = concat!($check, ": ", $meaning, " [default: ", stringify!($default), "]")
+                )]
+                pub $flag: Option<$ty>,
+            )*)*
+            /// phase_contamination: an extra request-scoped metric, NAME=arrival|first_token|completion
+            /// (repeatable).
+            #[arg(long, value_name = "NAME=WHEN", value_parser = name_when)]
+            pub request_scoped_metric: Vec<(String, String)>,
+        }
+
+        impl Thresholds {
+            /// The thresholds given, as a configuration layer (a section
+            /// only where one of its flags is given).
+            // A section without extras spells every field already.
+            #[allow(clippy::needless_update)]
+            pub fn layer(&self) -> Layer {
+                let mut layer = Layer {
+                    $(
+                        $lfield: {
+                            let section = crate::config::$Layer {
+                                $( $field: self.$flag, )*
+                                ..Default::default()
+                            };
+                            (section != crate::config::$Layer::default()).then_some(section)
+                        },
+                    )*
+                    ..Default::default()
+                };
+                if !self.request_scoped_metric.is_empty() {
+                    layer
+                        .phase_contamination
+                        .get_or_insert_with(Default::default)
+                        .request_scoped_metrics =
+                        Some(self.request_scoped_metric.iter().cloned().collect());
+                }
+                layer
+            }
+        }
+    };
 }
+
+crate::with_thresholds!(flags_from_table);
 
 /// `FORMAT=PATH`.
 fn report_spec(spec: &str) -> Result<(Format, PathBuf), String> {
@@ -282,45 +296,6 @@ pub struct CompareArgs {
     /// Thresholds (both runs are audited with the same ones).
     #[command(flatten)]
     pub thresholds: Thresholds,
-}
-
-impl Thresholds {
-    /// The thresholds given, as a configuration layer.
-    pub fn layer(&self) -> Layer {
-        let cold = ColdLayer {
-            dns_ms: self.cold_dns_ms,
-            connect_ms: self.cold_connect_ms,
-            bias_pct: self.cold_bias_pct,
-            min_warm_records: self.min_warm_records,
-        };
-        let phase = PhaseLayer {
-            match_slack_ms: self.match_slack_ms,
-            request_scoped_metrics: (!self.request_scoped_metric.is_empty()).then(|| {
-                self.request_scoped_metric
-                    .iter()
-                    .cloned()
-                    .collect::<BTreeMap<_, _>>()
-            }),
-        };
-        let prefix = PrefixLayer {
-            gap_pp: self.cache_gap_pp,
-            client_summary_pp: self.client_summary_pp,
-            prompt_tokens_pct: self.prompt_tokens_pct,
-            prefill_overstatement_pct: self.prefill_overstatement_pct,
-        };
-        let steady = SteadyLayer {
-            bias_pct: self.steady_bias_pct,
-            min_records: self.steady_min_records,
-            wave_ratio: self.wave_ratio,
-        };
-        Layer {
-            cold_connections: (cold != ColdLayer::default()).then_some(cold),
-            phase_contamination: (phase != PhaseLayer::default()).then_some(phase),
-            prefix_cache: (prefix != PrefixLayer::default()).then_some(prefix),
-            steady_state: (steady != SteadyLayer::default()).then_some(steady),
-            ..Layer::default()
-        }
-    }
 }
 
 impl AuditArgs {

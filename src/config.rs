@@ -18,102 +18,221 @@ use serde::{Deserialize, Serialize};
 use crate::findings::{Code, Finding, Severity};
 use crate::frameworks::ObservedAt;
 
-/// Thresholds of the `cold_connections` check.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ColdSettings {
-    /// A record whose `http_req_dns_lookup` exceeds this (ms) is cold.
-    pub dns_ms: f64,
-    /// A record whose `http_req_connecting` (TCP + TLS) exceeds this (ms) is cold.
-    pub connect_ms: f64,
-    /// Finding when a published statistic over all records differs from the
-    /// warm-only one by more than this (percent).
-    pub bias_pct: f64,
-    /// Fewer warm records than this: too few to tell.
-    pub min_warm: usize,
-}
-
-impl Default for ColdSettings {
-    fn default() -> Self {
-        ColdSettings {
-            dns_ms: 1.0,
-            connect_ms: 1.0,
-            bias_pct: 5.0,
-            min_warm: 5,
+/// Every threshold, declared once: its settings field and type, default,
+/// file key, flag and meaning, per check section. `$gen` is the macro that
+/// turns the table into code: here [`settings_from_table!`] (the settings
+/// structs and their defaults, the file sections with their keys,
+/// validation and effective values, [`THRESHOLDS`] for the documentation),
+/// in `cli.rs` the flags. A new threshold is one row; `tests/config.rs`
+/// holds docs/configuration.md to [`THRESHOLDS`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! with_thresholds {
+    ($gen:ident) => {
+        $gen! {
+            /// Thresholds of the `cold_connections` check.
+            cold / cold_connections: ColdSettings, ColdLayer, "cold-connections", "cold_connections" {
+                dns_ms: f64 = 1.0 => "dns-ms", cold_dns_ms, "MS", non_negative,
+                    "DNS lookup above this (ms) makes a request cold.";
+                connect_ms: f64 = 1.0 => "connect-ms", cold_connect_ms, "MS", non_negative,
+                    "TCP + TLS connect above this (ms) makes a request cold.";
+                bias_pct: f64 = 5.0 => "bias-pct", cold_bias_pct, "PCT", non_negative,
+                    "Report a statistic biased by cold requests by more than this (%).";
+                min_warm: usize = 5 => "min-warm-records", min_warm_records, "N", count,
+                    "Fewer warm records than this: too few to tell.";
+            } extra {} layer_extra {}
+            /// Options of the `phase_contamination` check.
+            phase / phase_contamination: PhaseSettings, PhaseLayer, "phase-contamination", "phase_contamination" {
+                match_slack_ms: f64 = 20.0 => "match-slack-ms", match_slack_ms, "MS", non_negative,
+                    "Slack when matching raw-scrape increments to request events (ms).";
+            } extra {
+                /// Extra request-scoped metrics (name, observed at `arrival`,
+                /// `first_token` or `completion`), added to the built-in table
+                /// (`request-scoped-metrics`; not a threshold).
+                extra_metrics: Vec<(String, ObservedAt)> = Vec::new();
+            } layer_extra {
+                /// Metric name → `arrival`, `first_token` or `completion`.
+                request_scoped_metrics: Option<BTreeMap<String, String>>;
+            }
+            /// Thresholds of the `prefix_cache` check.
+            prefix / prefix_cache: PrefixSettings, PrefixLayer, "prefix-cache", "prefix_cache" {
+                gap_pp: f64 = 1.0 => "gap-pp", cache_gap_pp, "PP", non_negative,
+                    "Report a server/client hit-rate gap above this (percentage points).";
+                client_summary_pp: f64 = 0.1 => "client-summary-pp", client_summary_pp, "PP", non_negative,
+                    "Report AIPerf's `overall_usage_prompt_cache_read_pct` off the records by more than this (pp).";
+                prompt_tokens_pct: f64 = 0.5 => "prompt-tokens-pct", prompt_tokens_pct, "PCT", non_negative,
+                    "Report server vs client prompt-token totals differing by more than this (%).";
+                prefill_overstatement_pct: f64 = 10.0 => "prefill-overstatement-pct", prefill_overstatement_pct, "PCT", non_negative,
+                    "Report prefill throughput overstated by more than this (%).";
+            } extra {} layer_extra {}
+            /// Thresholds of the `steady_state` check.
+            steady / steady_state: SteadySettings, SteadyLayer, "steady-state", "steady_state" {
+                bias_pct: f64 = 5.0 => "bias-pct", steady_bias_pct, "PCT", non_negative,
+                    "Report a statistic the opening wave or the drain tail moves by more than this (%).";
+                min_records: usize = 20 => "min-records", steady_min_records, "N", count,
+                    "Fewer successful profiling records than this: too few to tell a wave or a tail.";
+                wave_ratio: f64 = 1.5 => "wave-ratio", wave_ratio, "RATIO", at_least_one,
+                    "An opening wave's median TTFT (less DNS + connect) is at least this many times the steady median (at least 1).";
+            } extra {} layer_extra {}
         }
-    }
+    };
 }
 
-/// Options of the `phase_contamination` check.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PhaseSettings {
-    /// Extra request-scoped metrics (name, observed at `arrival`,
-    /// `first_token` or `completion`), added to the built-in table.
-    pub extra_metrics: Vec<(String, ObservedAt)>,
-    /// Slack (ms) when matching a scrape increment to the request whose
-    /// event it records: client and server clocks and the scrape's own
-    /// latency put the two a little apart.
-    pub match_slack_ms: f64,
+/// One threshold as the documentation shows it (a row of
+/// docs/configuration.md), from [`with_thresholds!`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThresholdDoc {
+    /// `section.key` in `artifact-check.toml`.
+    pub key: &'static str,
+    /// The flag without `--`.
+    pub flag: &'static str,
+    /// The check it belongs to.
+    pub check: &'static str,
+    /// Its default, as written in the table.
+    pub default: &'static str,
+    /// What it means.
+    pub meaning: &'static str,
 }
 
-impl Default for PhaseSettings {
-    fn default() -> Self {
-        PhaseSettings {
-            extra_metrics: Vec::new(),
-            match_slack_ms: 20.0,
+/// The code a threshold table makes here: each section's settings (the
+/// checks read them) with their defaults, its file section (every key
+/// optional, unknown keys rejected) with the validation of each key and the
+/// effective values, and the documentation rows.
+macro_rules! settings_from_table {
+    ($(
+        $(#[$sdoc:meta])*
+        $sfield:ident / $lfield:ident: $Settings:ident, $Layer:ident, $file:literal, $check:literal {
+            $( $field:ident: $ty:ty = $default:expr => $key:literal, $flag:ident, $vn:literal, $valid:ident, $meaning:literal; )*
+        } extra {
+            $( $(#[$xdoc:meta])* $xfield:ident: $xty:ty = $xdefault:expr; )*
+        } layer_extra {
+            $( $(#[$ydoc:meta])* $yfield:ident: $yty:ty; )*
         }
-    }
-}
+    )*) => {
+        $(
+            $(#[$sdoc])*
+            #[derive(Debug, Clone, PartialEq)]
+            pub struct $Settings {
+                $( #[doc = $meaning] pub $field: $ty, )*
+                $( $(#[$xdoc])* pub $xfield: $xty, )*
+            }
 
-/// Thresholds of the `prefix_cache` check.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PrefixSettings {
-    /// Finding when |server - client| hit rate exceeds this (percentage points).
-    pub gap_pp: f64,
-    /// Finding when AIPerf's `overall_usage_prompt_cache_read_pct` differs
-    /// from the records by more than this (percentage points).
-    pub client_summary_pp: f64,
-    /// Finding when server and client prompt-token totals differ by more than
-    /// this (percent).
-    pub prompt_tokens_pct: f64,
-    /// Finding when the published prefill throughput overstates the uncached
-    /// one by more than this (percent).
-    pub prefill_overstatement_pct: f64,
-}
+            impl Default for $Settings {
+                fn default() -> Self {
+                    $Settings {
+                        $( $field: $default, )*
+                        $( $xfield: $xdefault, )*
+                    }
+                }
+            }
 
-impl Default for PrefixSettings {
-    fn default() -> Self {
-        PrefixSettings {
-            gap_pp: 1.0,
-            client_summary_pp: 0.1,
-            prompt_tokens_pct: 0.5,
-            prefill_overstatement_pct: 10.0,
+            #[doc = concat!("`[", $file, "]`.")]
+            #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+            #[serde(deny_unknown_fields, rename_all = "kebab-case")]
+            #[allow(missing_docs)]
+            pub struct $Layer {
+                $( #[serde(rename = $key)] pub $field: Option<$ty>, )*
+                $( $(#[$ydoc])* pub $yfield: $yty, )*
+            }
+
+            impl $Layer {
+                /// Validates each threshold this section sets and applies it.
+                fn apply_thresholds(&self, s: &mut $Settings, origin: &Origin) -> Result<(), ConfigError> {
+                    $(
+                        let flag = stringify!($flag).replace('_', "-");
+                        if let Some(v) = $valid(origin, concat!($file, ".", $key), &flag, self.$field)? {
+                            s.$field = v;
+                        }
+                    )*
+                    Ok(())
+                }
+
+                /// The section with every threshold of `s` (extras unset).
+                // A section without extras spells every field already.
+                #[allow(clippy::needless_update)]
+                fn thresholds_of(s: &$Settings) -> $Layer {
+                    $Layer {
+                        $( $field: Some(s.$field.clone()), )*
+                        ..Default::default()
+                    }
+                }
+            }
+        )*
+
+        /// Everything the checks read: the fail level, the finding filters
+        /// and every check's thresholds (nothing set per invocation: that
+        /// is the flow's `RunOptions`).
+        #[derive(Debug, Clone, Default, PartialEq)]
+        pub struct Settings {
+            /// Exit 1 when a finding at or above this severity exists.
+            pub fail_on: Severity,
+            /// Which findings are reported.
+            pub filter: CodeFilter,
+            $( #[doc = concat!("`", $check, "`.")] pub $sfield: $Settings, )*
         }
-    }
-}
 
-/// Thresholds of the `steady_state` check.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SteadySettings {
-    /// Finding when a published statistic over all profiling records
-    /// differs from the steady-state one by more than this (percent).
-    pub bias_pct: f64,
-    /// Fewer successful profiling records than this: too few to tell a
-    /// wave or a tail from the rest.
-    pub min_records: usize,
-    /// An opening wave's median TTFT (latency without streaming) is at
-    /// least this many times the steady median.
-    pub wave_ratio: f64,
-}
-
-impl Default for SteadySettings {
-    fn default() -> Self {
-        SteadySettings {
-            bias_pct: 5.0,
-            min_records: 20,
-            wave_ratio: 1.5,
+        /// One layer of configuration: the shape of `artifact-check.toml`,
+        /// every key optional, unknown keys rejected. The command line's
+        /// flags are a layer too.
+        #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+        #[serde(deny_unknown_fields, rename_all = "kebab-case")]
+        pub struct Layer {
+            /// `error`, `warning` or `info`.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub fail_on: Option<String>,
+            /// Only report these codes.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub select: Option<Vec<String>>,
+            /// Never report these codes.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub ignore: Option<Vec<String>>,
+            /// Codes silenced only for a metric, an endpoint or runs, each
+            /// with its reason (file only).
+            #[serde(default, skip_serializing_if = "Vec::is_empty")]
+            pub scoped_ignore: Vec<ScopedIgnoreLayer>,
+            $(
+                #[doc = concat!("`[", $file, "]`.")]
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub $lfield: Option<$Layer>,
+            )*
         }
-    }
+
+        impl Layer {
+            /// Applies the thresholds of every section this layer has.
+            fn apply_thresholds(&self, s: &mut Settings, origin: &Origin) -> Result<(), ConfigError> {
+                $(
+                    if let Some(section) = &self.$lfield {
+                        section.apply_thresholds(&mut s.$sfield, origin)?;
+                    }
+                )*
+                Ok(())
+            }
+
+            /// Every section with every threshold of `s` (extras unset).
+            fn thresholds_of(s: &Settings) -> Layer {
+                Layer {
+                    $( $lfield: Some($Layer::thresholds_of(&s.$sfield)), )*
+                    ..Default::default()
+                }
+            }
+        }
+
+        /// Every threshold, in table order, as the documentation shows it.
+        pub const THRESHOLDS: &[ThresholdDoc] = &[
+            $($(
+                ThresholdDoc {
+                    key: concat!($file, ".", $key),
+                    flag: stringify!($flag),
+                    check: $check,
+                    default: stringify!($default),
+                    meaning: $meaning,
+                },
+            )*)*
+        ];
+    };
 }
+
+with_thresholds!(settings_from_table);
 
 /// Which findings are reported: `--select` / `--ignore`, and the scoped
 /// ignores of the file.
@@ -176,23 +295,6 @@ impl CodeFilter {
     pub fn keeps_finding(&self, f: &Finding, run: &str) -> bool {
         self.keeps(f.code) && !self.scoped.iter().any(|s| s.silences(f, run))
     }
-}
-
-/// Everything the checks and the report need.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Settings {
-    /// Exit 1 when a finding at or above this severity exists.
-    pub fail_on: Severity,
-    /// Which findings are reported.
-    pub filter: CodeFilter,
-    /// `cold_connections`.
-    pub cold: ColdSettings,
-    /// `phase_contamination`.
-    pub phase: PhaseSettings,
-    /// `prefix_cache`.
-    pub prefix: PrefixSettings,
-    /// `steady_state`.
-    pub steady: SteadySettings,
 }
 
 /// A configuration that could not be used: what, where, and which key.
@@ -259,38 +361,6 @@ impl Origin {
     }
 }
 
-/// One layer of configuration: the shape of `artifact-check.toml`, every key
-/// optional, unknown keys rejected. The command line's flags are a layer too.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct Layer {
-    /// `error`, `warning` or `info`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fail_on: Option<String>,
-    /// Only report these codes.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub select: Option<Vec<String>>,
-    /// Never report these codes.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ignore: Option<Vec<String>>,
-    /// Codes silenced only for a metric, an endpoint or runs, each with
-    /// its reason (file only).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub scoped_ignore: Vec<ScopedIgnoreLayer>,
-    /// `cold_connections` thresholds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cold_connections: Option<ColdLayer>,
-    /// `phase_contamination` options.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase_contamination: Option<PhaseLayer>,
-    /// `prefix_cache` thresholds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefix_cache: Option<PrefixLayer>,
-    /// `steady_state` thresholds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub steady_state: Option<SteadyLayer>,
-}
-
 /// `[[scoped-ignore]]` as written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -354,36 +424,9 @@ impl ScopedIgnoreLayer {
     }
 }
 
-impl ColdLayer {
-    fn apply(&self, s: &mut ColdSettings, origin: &Origin) -> Result<(), ConfigError> {
-        let t = |file_key, flag, v| threshold(origin, file_key, flag, v);
-        if let Some(v) = t("cold-connections.dns-ms", "cold-dns-ms", self.dns_ms)? {
-            s.dns_ms = v;
-        }
-        if let Some(v) = t(
-            "cold-connections.connect-ms",
-            "cold-connect-ms",
-            self.connect_ms,
-        )? {
-            s.connect_ms = v;
-        }
-        if let Some(v) = t("cold-connections.bias-pct", "cold-bias-pct", self.bias_pct)? {
-            s.bias_pct = v;
-        }
-        if let Some(v) = self.min_warm_records {
-            s.min_warm = v;
-        }
-        Ok(())
-    }
-}
-
 impl PhaseLayer {
-    fn apply(&self, s: &mut PhaseSettings, origin: &Origin) -> Result<(), ConfigError> {
-        let slack = self.match_slack_ms;
-        let key = "phase-contamination.match-slack-ms";
-        if let Some(v) = threshold(origin, key, "match-slack-ms", slack)? {
-            s.match_slack_ms = v;
-        }
+    /// The request-scoped metrics this section adds (not thresholds).
+    fn apply_extras(&self, s: &mut PhaseSettings, origin: &Origin) -> Result<(), ConfigError> {
         for (name, when) in self.request_scoped_metrics.iter().flatten() {
             let bad = |message: String| ConfigError::Value {
                 origin: origin.clone(),
@@ -405,98 +448,6 @@ impl PhaseLayer {
         }
         Ok(())
     }
-}
-
-impl PrefixLayer {
-    fn apply(&self, s: &mut PrefixSettings, origin: &Origin) -> Result<(), ConfigError> {
-        let t = |file_key, flag, v| threshold(origin, file_key, flag, v);
-        if let Some(v) = t("prefix-cache.gap-pp", "cache-gap-pp", self.gap_pp)? {
-            s.gap_pp = v;
-        }
-        let pp = self.client_summary_pp;
-        if let Some(v) = t("prefix-cache.client-summary-pp", "client-summary-pp", pp)? {
-            s.client_summary_pp = v;
-        }
-        let pct = self.prompt_tokens_pct;
-        if let Some(v) = t("prefix-cache.prompt-tokens-pct", "prompt-tokens-pct", pct)? {
-            s.prompt_tokens_pct = v;
-        }
-        if let Some(v) = t(
-            "prefix-cache.prefill-overstatement-pct",
-            "prefill-overstatement-pct",
-            self.prefill_overstatement_pct,
-        )? {
-            s.prefill_overstatement_pct = v;
-        }
-        Ok(())
-    }
-}
-
-impl SteadyLayer {
-    fn apply(&self, s: &mut SteadySettings, origin: &Origin) -> Result<(), ConfigError> {
-        let t = |file_key, flag, v| threshold(origin, file_key, flag, v);
-        if let Some(v) = t("steady-state.bias-pct", "steady-bias-pct", self.bias_pct)? {
-            s.bias_pct = v;
-        }
-        if let Some(v) = self.min_records {
-            s.min_records = v;
-        }
-        if let Some(v) = t("steady-state.wave-ratio", "wave-ratio", self.wave_ratio)? {
-            if v < 1.0 {
-                return Err(ConfigError::Value {
-                    origin: origin.clone(),
-                    key: origin.key("steady-state.wave-ratio", "wave-ratio"),
-                    message: format!(
-                        "must be at least 1 (a wave is slower than steady state), not {v}"
-                    ),
-                });
-            }
-            s.wave_ratio = v;
-        }
-        Ok(())
-    }
-}
-
-/// `[steady-state]`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-#[allow(missing_docs)]
-pub struct SteadyLayer {
-    pub bias_pct: Option<f64>,
-    pub min_records: Option<usize>,
-    pub wave_ratio: Option<f64>,
-}
-
-/// `[cold-connections]`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-#[allow(missing_docs)]
-pub struct ColdLayer {
-    pub dns_ms: Option<f64>,
-    pub connect_ms: Option<f64>,
-    pub bias_pct: Option<f64>,
-    pub min_warm_records: Option<usize>,
-}
-
-/// `[phase-contamination]`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-#[allow(missing_docs)]
-pub struct PhaseLayer {
-    pub match_slack_ms: Option<f64>,
-    /// Metric name → `arrival`, `first_token` or `completion`.
-    pub request_scoped_metrics: Option<BTreeMap<String, String>>,
-}
-
-/// `[prefix-cache]`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-#[allow(missing_docs)]
-pub struct PrefixLayer {
-    pub gap_pp: Option<f64>,
-    pub client_summary_pp: Option<f64>,
-    pub prompt_tokens_pct: Option<f64>,
-    pub prefill_overstatement_pct: Option<f64>,
 }
 
 /// The file name searched for.
@@ -571,7 +522,8 @@ pub fn resolve(
 }
 
 /// A threshold must be a finite, non-negative number.
-fn threshold(
+/// A threshold that is a non-negative number.
+fn non_negative(
     origin: &Origin,
     file_key: &str,
     flag: &str,
@@ -585,6 +537,34 @@ fn threshold(
         }),
         v => Ok(v),
     }
+}
+
+/// A threshold that is a ratio of a slower to a faster median: at least 1.
+fn at_least_one(
+    origin: &Origin,
+    file_key: &str,
+    flag: &str,
+    v: Option<f64>,
+) -> Result<Option<f64>, ConfigError> {
+    match non_negative(origin, file_key, flag, v)? {
+        Some(x) if x < 1.0 => Err(ConfigError::Value {
+            origin: origin.clone(),
+            key: origin.key(file_key, flag),
+            message: format!("must be at least 1 (a wave is slower than steady state), not {x}"),
+        }),
+        v => Ok(v),
+    }
+}
+
+/// A threshold that is a count (its type already makes it whole and
+/// non-negative).
+fn count(
+    _origin: &Origin,
+    _file_key: &str,
+    _flag: &str,
+    v: Option<usize>,
+) -> Result<Option<usize>, ConfigError> {
+    Ok(v)
 }
 
 fn codes(
@@ -631,17 +611,9 @@ impl Layer {
         for (i, e) in self.scoped_ignore.iter().enumerate() {
             s.filter.scoped.push(e.resolve(i, origin, lookup)?);
         }
-        if let Some(c) = &self.cold_connections {
-            c.apply(&mut s.cold, origin)?;
-        }
+        self.apply_thresholds(s, origin)?;
         if let Some(p) = &self.phase_contamination {
-            p.apply(&mut s.phase, origin)?;
-        }
-        if let Some(p) = &self.prefix_cache {
-            p.apply(&mut s.prefix, origin)?;
-        }
-        if let Some(p) = &self.steady_state {
-            p.apply(&mut s.steady, origin)?;
+            p.apply_extras(&mut s.phase, origin)?;
         }
         Ok(())
     }
@@ -649,6 +621,16 @@ impl Layer {
     /// The effective configuration of `s`, as a file.
     pub fn effective(s: &Settings) -> Layer {
         let names = |codes: &[Code]| codes.iter().map(|c| c.as_str().to_string()).collect();
+        let mut thresholds = Layer::thresholds_of(s);
+        if let Some(p) = thresholds.phase_contamination.as_mut() {
+            p.request_scoped_metrics = Some(
+                s.phase
+                    .extra_metrics
+                    .iter()
+                    .map(|(n, a)| (n.clone(), a.as_str().to_string()))
+                    .collect(),
+            );
+        }
         Layer {
             fail_on: Some(s.fail_on.as_str().to_string()),
             select: Some(names(&s.filter.select)),
@@ -665,33 +647,7 @@ impl Layer {
                     reason: e.reason.clone(),
                 })
                 .collect(),
-            cold_connections: Some(ColdLayer {
-                dns_ms: Some(s.cold.dns_ms),
-                connect_ms: Some(s.cold.connect_ms),
-                bias_pct: Some(s.cold.bias_pct),
-                min_warm_records: Some(s.cold.min_warm),
-            }),
-            phase_contamination: Some(PhaseLayer {
-                match_slack_ms: Some(s.phase.match_slack_ms),
-                request_scoped_metrics: Some(
-                    s.phase
-                        .extra_metrics
-                        .iter()
-                        .map(|(n, a)| (n.clone(), a.as_str().to_string()))
-                        .collect(),
-                ),
-            }),
-            prefix_cache: Some(PrefixLayer {
-                gap_pp: Some(s.prefix.gap_pp),
-                client_summary_pp: Some(s.prefix.client_summary_pp),
-                prompt_tokens_pct: Some(s.prefix.prompt_tokens_pct),
-                prefill_overstatement_pct: Some(s.prefix.prefill_overstatement_pct),
-            }),
-            steady_state: Some(SteadyLayer {
-                bias_pct: Some(s.steady.bias_pct),
-                min_records: Some(s.steady.min_records),
-                wave_ratio: Some(s.steady.wave_ratio),
-            }),
+            ..thresholds
         }
     }
 }

@@ -394,3 +394,39 @@ fn throughput_claims_are_held_to_aiperfs_own_figures() {
         }
     }
 }
+
+/// Each threshold is declared once (`config::with_thresholds!`); its row in
+/// docs/configuration.md is that declaration's key, flag and meaning, and
+/// the page documents no threshold the table lacks.
+#[test]
+fn every_threshold_row_of_the_docs_is_its_declaration() {
+    let doc = fs::read_to_string(root().join("docs/configuration.md")).expect("doc");
+    let table = artifact_check::config::THRESHOLDS;
+    assert!(table.len() >= 12, "{table:?}");
+    for t in table {
+        let flag = t.flag.replace('_', "-");
+        let row = format!("| `{}` | `--{flag}` | {} |", t.key, t.meaning);
+        assert!(
+            doc.contains(&row),
+            "docs/configuration.md lacks the row\n{row}"
+        );
+        // The flag exists with that meaning and default in the help.
+        let (help, _, code) = cli(&["--help"]);
+        assert_eq!(code, 0);
+        assert!(
+            help.contains(&format!("--{flag} <")),
+            "--{flag} not in --help"
+        );
+    }
+    let documented = doc
+        .lines()
+        .filter(|l| l.starts_with("| `") && l.contains("` | `--"))
+        .filter(|l| l.split('|').nth(1).is_some_and(|key| key.contains('.')))
+        .filter(|l| !l.contains("request-scoped-metric"))
+        .count();
+    assert_eq!(
+        documented,
+        table.len(),
+        "a documented threshold the table lacks"
+    );
+}
