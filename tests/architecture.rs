@@ -234,6 +234,36 @@ fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
             (module_of(&rel), non_test_code(&p))
         })
         .collect();
+    // A module declared `#[cfg(test)] mod x;` is a test's: it may use anything.
+    let test_only: BTreeSet<String> = sources(src)
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n != "main.rs"))
+        .flat_map(|p| {
+            let me = module_of(p.strip_prefix(src).expect("under src"));
+            let text = code(&p);
+            let lines: Vec<&str> = text.lines().map(str::trim).collect();
+            lines
+                .windows(2)
+                .filter(|w| w[0].starts_with("#[cfg(test)]"))
+                .filter_map(|w| {
+                    w[1].strip_prefix("mod ")?
+                        .strip_suffix(';')
+                        .map(str::to_string)
+                })
+                .map(|child| {
+                    if me.is_empty() {
+                        child
+                    } else {
+                        format!("{me}::{child}")
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let files: Vec<(String, String)> = files
+        .into_iter()
+        .filter(|(m, _)| !test_only.contains(m))
+        .collect();
     let modules: BTreeSet<&str> = files.iter().map(|(m, _)| m.as_str()).collect();
     // `pub use crate::results::{Report, ..}` in lib.rs: `crate::Report` is
     // `results`.

@@ -53,7 +53,7 @@ pub use crate::model::selection::PUBLISHED as KEY_METRICS;
 /// The statistics reported for each metric.
 pub use crate::stats::Stat;
 
-pub use crate::model::connection::{classify, Temperature};
+pub use crate::model::connection::{temperature, Temperature};
 
 /// Counts per temperature for one phase.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -143,14 +143,14 @@ pub struct Report {
     pub noise: BTreeMap<&'static str, Noise>,
 }
 
-/// Shares (0..1).
+/// The profiling records by connection temperature, as shares (0..1).
 #[derive(Debug, Clone, Serialize)]
 pub struct Shares {
-    /// Cold.
+    /// Paid for DNS or a new connection (`model::connection`).
     pub cold: f64,
-    /// Warm.
+    /// Reused a connection and paid for neither.
     pub warm: f64,
-    /// Unknown.
+    /// Lacked the connection fields to tell (neither cold nor warm).
     pub unknown: f64,
 }
 

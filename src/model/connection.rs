@@ -22,8 +22,10 @@ closed_set! {
     }
 }
 
-/// Classifies one record.
-pub fn classify(r: &Record, s: &ColdSettings) -> Temperature {
+/// One record's connection temperature: cold when it opened a connection
+/// (not reused) or paid DNS or connect above the thresholds, warm when it
+/// reused one, unknown without the fields to tell.
+pub fn temperature(r: &Record, s: &ColdSettings) -> Temperature {
     let reused = r.values.get(Metric::HttpReqConnectionReused);
     let dns = r.values.get(Metric::HttpReqDnsLookup);
     let connecting = r.values.get(Metric::HttpReqConnecting);
@@ -55,7 +57,7 @@ pub fn setup_ms(r: &Record) -> Option<f64> {
 /// Every record's temperature, in file order: the one walk that classifies
 /// them (the model keeps it: [`crate::model::RunModel::temperatures`]).
 pub fn temperatures(records: &[Record], s: &ColdSettings) -> Vec<Temperature> {
-    records.iter().map(|r| classify(r, s)).collect()
+    records.iter().map(|r| temperature(r, s)).collect()
 }
 
 /// Published metrics measured after the first token, so they never hold
@@ -95,7 +97,7 @@ mod tests {
     #[test]
     fn classification_rules() {
         let s = ColdSettings::default();
-        let t = |r, d, c| classify(&rec(r, d, c), &s);
+        let t = |r, d, c| temperature(&rec(r, d, c), &s);
         assert_eq!(t(Some(0.0), Some(0.0), Some(0.0)), Temperature::Cold);
         assert_eq!(t(Some(1.0), Some(0.0), Some(0.0)), Temperature::Warm);
         assert_eq!(t(Some(1.0), Some(500.0), None), Temperature::Cold);

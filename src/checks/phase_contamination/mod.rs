@@ -16,7 +16,9 @@
 //! is reported.
 //!
 //! Why it matters: a warmup observation counted in profiling inflates counts,
-//! sums, averages and percentile estimates, silently (seed 000).
+//! sums, averages and percentile estimates, silently: a user's report of
+//! a vLLM run showed TTFT histogram observations of warmup requests in the
+//! profiling export.
 
 mod classify;
 mod compare;

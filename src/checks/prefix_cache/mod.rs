@@ -15,8 +15,8 @@
 //! `prefill_throughput_per_user` ([`prefill`]).
 //!
 //! Why it matters: a wrongly tagged baseline scrape moved published hit rates
-//! by 1 to 6 points (seed 001), and cached tokens that were never prefilled
-//! inflate prefill throughput (seed 004).
+//! by 1 to 6 points in a user's report, and cached tokens that were never
+//! prefilled inflate prefill throughput.
 
 mod boundary;
 mod prefill;

@@ -2,7 +2,8 @@
 //! scrapes (`server_metrics_export.jsonl`) instead of AIPerf's phase split.
 //!
 //! AIPerf splits cumulative counters by the phase it tagged each scrape with;
-//! a wrongly tagged baseline scrape moves the split (seed 001). Here the
+//! a wrongly tagged baseline scrape moves the split (a user's report saw
+//! published hit rates move by 1 to 6 points). Here the
 //! headline formula's counters are split by the attribution engine
 //! ([`attribution::by_span`]): every scrape interval's increments go to the
 //! phase of the requests whose spans overlap it. With no ambiguous interval
