@@ -122,10 +122,15 @@ impl Serialize for Code {
 
 /// Defines a check's codes: one constant per code and `CODES`, the list.
 ///
-/// ```ignore
-/// define_codes! { "my_check";
-///     SOMETHING_WRONG => ("something-wrong", Error, "What is wrong"),
+/// ```
+/// mod my_check {
+///     artifact_check::define_codes! { "my_check";
+///         SOMETHING_WRONG => ("something-wrong", Error, "What is wrong"),
+///     }
 /// }
+/// assert_eq!(my_check::SOMETHING_WRONG.as_str(), "something-wrong");
+/// assert_eq!(my_check::SOMETHING_WRONG.check(), "my_check");
+/// assert_eq!(my_check::CODES, &[my_check::SOMETHING_WRONG]);
 /// ```
 #[macro_export]
 macro_rules! define_codes {

@@ -215,12 +215,12 @@ fn stream(
             artifact_check::audit_each(&args.paths, settings, options, claims, tick, emit)
         };
         let summary = if format == Format::Ndjson {
-            let (errors, summary) = audit(&mut |r| report::ndjson::run(w, &r))?;
+            let (errors, summary) = audit(&mut |r| report::ndjson::write_run(w, &r))?;
             report::ndjson::end(w, &errors, &summary)?;
             summary
         } else {
             let mut json = report::json::JsonStream::begin(w)?;
-            let (errors, summary) = audit(&mut |r| json.run(&r))?;
+            let (errors, summary) = audit(&mut |r| json.write_run(&r))?;
             json.end(&errors, &summary)?;
             summary
         };

@@ -195,7 +195,7 @@ pub struct Observers {
 
 /// What a reading is held to: the deviation of an observer's count in a
 /// phase from the phase's requests (0 inside the expected range).
-pub trait Expectation {
+pub trait PhaseExpectation {
     /// Signed deviation of `found` in `phase`; `None` when unknown.
     fn deviation(&self, phase: Phase, found: f64) -> Option<f64>;
 }
@@ -208,7 +208,7 @@ pub fn observers(
     framework: Option<Framework>,
     profiling: Option<&Family>,
     warmup: Option<&Family>,
-    expected: &impl Expectation,
+    expected: &impl PhaseExpectation,
 ) -> Observers {
     let series: BTreeSet<Member> = [profiling, warmup]
         .into_iter()
@@ -394,7 +394,7 @@ mod tests {
     use crate::artifacts::server_metrics::{MetricType, Series, Stats};
 
     struct Exp(f64, f64);
-    impl Expectation for Exp {
+    impl PhaseExpectation for Exp {
         fn deviation(&self, phase: Phase, found: f64) -> Option<f64> {
             Some(
                 found

@@ -48,7 +48,7 @@ impl<'a> JsonStream<'a> {
     }
 
     /// Writes one run.
-    pub fn run(&mut self, run: &RunReport) -> io::Result<()> {
+    pub fn write_run(&mut self, run: &RunReport) -> io::Result<()> {
         self.out
             .write_all(if self.runs == 0 { b"\n" } else { b",\n" })?;
         self.runs += 1;
@@ -100,7 +100,7 @@ mod tests {
             let mut got = Vec::new();
             let mut stream = JsonStream::begin(&mut got).expect("begin");
             for r in &whole.runs {
-                stream.run(r).expect("run");
+                stream.write_run(r).expect("run");
             }
             stream.end(&whole.errors, &whole.summary).expect("end");
             assert_eq!(

@@ -23,7 +23,7 @@ fn line(out: &mut dyn Write, v: &Value) -> io::Result<()> {
 }
 
 /// The lines of one run.
-pub fn run(out: &mut dyn Write, r: &RunReport) -> io::Result<()> {
+pub fn write_run(out: &mut dyn Write, r: &RunReport) -> io::Result<()> {
     line(
         out,
         &json!({
@@ -66,7 +66,7 @@ pub fn end(out: &mut dyn Write, errors: &[PathError], summary: &Summary) -> io::
 /// Writes a whole report.
 pub fn render(report: &crate::results::Report, out: &mut dyn Write) -> io::Result<()> {
     for r in &report.runs {
-        run(out, r)?;
+        write_run(out, r)?;
     }
     end(out, &report.errors, &report.summary)
 }

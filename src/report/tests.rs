@@ -74,7 +74,12 @@ fn phase(records: u64) -> PhaseModel {
 
 /// A run's report: a result per check the synthetic findings come from,
 /// each with the same figures.
-fn run(path: &str, status: RunStatus, findings: Vec<Finding>, figures: Figures) -> RunReport {
+fn run_report(
+    path: &str,
+    status: RunStatus,
+    findings: Vec<Finding>,
+    figures: Figures,
+) -> RunReport {
     let figures = Arc::new(figures);
     let checks = ["artifacts", "phase_contamination", "cold_connections"]
         .into_iter()
@@ -128,13 +133,13 @@ fn report() -> Report {
         ttft_p99_warm_ms: warm,
     };
     let runs = vec![
-        run(
+        run_report(
             "runs/a",
             RunStatus::Fail,
             failing,
             figures(Some(126.25), Some(94.75)),
         ),
-        run(
+        run_report(
             "runs/b",
             RunStatus::Pass,
             Vec::new(),

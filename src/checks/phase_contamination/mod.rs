@@ -41,7 +41,7 @@ use crate::frameworks::{canonical, Framework, ObservedAt, RequestScoped, REQUEST
 pub use crate::model::attribution::Corrected;
 use crate::model::attribution::{self, Attribution, Candidate};
 use crate::model::observers::{
-    observers, Expectation, Labels, Observer, Observers, ReadingSummary,
+    observers, Labels, Observer, Observers, PhaseExpectation, ReadingSummary,
 };
 use crate::stats::{remove_observations, Percentiles, Stat};
 pub use classify::Classification;
@@ -411,7 +411,7 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
          requests there were"
             .to_string()
     });
-    let expected = Expecting([exp_p, exp_w]);
+    let expected = ExpectedByPhase([exp_p, exp_w]);
     // Every metric split into the observers that see every request once.
     let readings: Vec<Observers> = found
         .iter()
@@ -503,9 +503,9 @@ fn compare_all(
 }
 
 /// The expected counts of both phases, as the observers are held to them.
-struct Expecting([Option<Expected>; 2]);
+struct ExpectedByPhase([Option<Expected>; 2]);
 
-impl Expectation for Expecting {
+impl PhaseExpectation for ExpectedByPhase {
     fn deviation(&self, phase: Phase, found: f64) -> Option<f64> {
         let e = match phase {
             Phase::Profiling => self.0[0],
