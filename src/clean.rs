@@ -104,13 +104,14 @@ pub fn export(
     let records = read.records;
     let names = prepare(out, parquet, force)?;
 
+    let selection = select(&records, ex, settings);
+    let kept_unknown = selection.kept_unknown();
     let Selection {
         kept,
         dropped,
         by_reason,
-        kept_unknown,
         kept_temperatures,
-    } = select(&records, ex, settings);
+    } = selection;
     let metrics = statistics(&kept);
 
     let csv_path = out.join("requests.csv");

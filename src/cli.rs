@@ -136,11 +136,7 @@ macro_rules! flags_from_table {
         $(#[$sdoc:meta])*
         $sfield:ident / $lfield:ident: $Settings:ident, $Layer:ident, $file:literal, $check:literal {
             $( $field:ident: $ty:ty = $default:expr => $key:literal, $flag:ident, $vn:literal, $valid:ident, $meaning:literal; )*
-        } extra {
-            $( $(#[$xdoc:meta])* $xfield:ident: $xty:ty = $xdefault:expr; )*
-        } layer_extra {
-            $( $(#[$ydoc:meta])* $yfield:ident: $yty:ty; )*
-        }
+        } extra { $($extra:tt)* } layer_extra { $($layer_extra:tt)* }
     )*) => {
         /// Check thresholds (each with its default; docs/configuration.md).
         #[derive(Debug, Args, Clone, Default)]

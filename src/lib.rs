@@ -106,7 +106,6 @@ pub fn audit_run_with(
     let run = artifacts::load(dir);
     let model = RunModel::build(&run, settings);
     let report = audit_with_model(dir, &run, &model, settings, options, claims);
-    drop(model);
     // Freeing a large run's records takes a while (about 0.01 s per 400,000
     // records): do it beside whatever the caller does next (rendering the
     // report), not before returning. If no thread can be started, the run is

@@ -151,10 +151,9 @@ fn module_of(rel: &Path) -> String {
 
 /// A file's code without comments and without its `#[cfg(test)]` items (a
 /// test may use anything).
-fn non_test_code(p: &Path) -> String {
+fn non_test_code(text: &str) -> String {
     let mut out = Vec::new();
     let (mut pending, mut depth) = (false, 0_i64);
-    let text = code(p);
     for line in text.lines() {
         let t = line.trim();
         if depth > 0 {
@@ -226,21 +225,16 @@ fn expand(prefix: &str, text: &str, out: &mut Vec<String>) {
 /// code names through `crate::` paths (use trees expanded, root re-exports
 /// followed to their module), `super::` paths, and its own children.
 fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let files: Vec<(String, String)> = sources(src)
+    // Each file once: its module and its code without comments.
+    let read: Vec<(String, String)> = sources(src)
         .into_iter()
         .filter(|p| p.file_name().is_some_and(|n| n != "main.rs"))
-        .map(|p| {
-            let rel = p.strip_prefix(src).expect("under src").to_path_buf();
-            (module_of(&rel), non_test_code(&p))
-        })
+        .map(|p| (module_of(p.strip_prefix(src).expect("under src")), code(&p)))
         .collect();
     // A module declared `#[cfg(test)] mod x;` is a test's: it may use anything.
-    let test_only: BTreeSet<String> = sources(src)
-        .into_iter()
-        .filter(|p| p.file_name().is_some_and(|n| n != "main.rs"))
-        .flat_map(|p| {
-            let me = module_of(p.strip_prefix(src).expect("under src"));
-            let text = code(&p);
+    let test_only: BTreeSet<String> = read
+        .iter()
+        .flat_map(|(me, text)| {
             let lines: Vec<&str> = text.lines().map(str::trim).collect();
             lines
                 .windows(2)
@@ -260,9 +254,10 @@ fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
                 .collect::<Vec<_>>()
         })
         .collect();
-    let files: Vec<(String, String)> = files
-        .into_iter()
+    let files: Vec<(String, String)> = read
+        .iter()
         .filter(|(m, _)| !test_only.contains(m))
+        .map(|(m, text)| (m.clone(), non_test_code(text)))
         .collect();
     let modules: BTreeSet<&str> = files.iter().map(|(m, _)| m.as_str()).collect();
     // `pub use crate::results::{Report, ..}` in lib.rs: `crate::Report` is

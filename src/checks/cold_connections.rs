@@ -331,7 +331,7 @@ impl<'a> Walk<'a> {
                 .collect(),
         };
         for (i, r) in records.iter().enumerate() {
-            let t = temperatures.get(i).copied().unwrap_or(Temperature::Unknown);
+            let t = crate::model::connection::temperature_at(temperatures, i);
             if r.phase == Phase::Warmup {
                 w.warmup.add(r, t);
                 continue;

@@ -54,6 +54,15 @@ pub fn setup_ms(r: &Record) -> Option<f64> {
     Some(dns + connect)
 }
 
+/// The temperature of the record at `index` among `temperatures` (file
+/// order); unknown for an index they do not hold.
+pub fn temperature_at(temperatures: &[Temperature], index: usize) -> Temperature {
+    temperatures
+        .get(index)
+        .copied()
+        .unwrap_or(Temperature::Unknown)
+}
+
 /// Every record's temperature, in file order: the one walk that classifies
 /// them (the model keeps it: [`crate::model::RunModel::temperatures`]).
 pub fn temperatures(records: &[Record], s: &ColdSettings) -> Vec<Temperature> {

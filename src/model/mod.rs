@@ -149,16 +149,18 @@ impl RunModel {
     /// The temperature of the record at `index` (file order); unknown for
     /// an index the records do not have.
     pub fn temperature(&self, index: usize) -> connection::Temperature {
-        self.temperatures
-            .get(index)
-            .copied()
-            .unwrap_or(connection::Temperature::Unknown)
+        connection::temperature_at(&self.temperatures, index)
     }
 
     /// The steady state of `records` (the run's records, those the model
     /// was built from), found once ([`steady::detect`]) and then shared by
     /// the `steady_state` check, claims, cleaning and the timeline.
     pub fn steady(&self, records: &[Record]) -> &steady::SteadyState {
+        debug_assert_eq!(
+            records.len(),
+            self.temperatures.len(),
+            "the steady state of the records the model was built from"
+        );
         self.steady
             .get_or_init(|| steady::detect(records, &self.steady_settings))
     }

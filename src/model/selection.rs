@@ -74,10 +74,18 @@ pub struct Selection<'a> {
     pub dropped: Vec<Dropped>,
     /// Dropped records per reason.
     pub by_reason: BTreeMap<DropReason, usize>,
-    /// Kept records whose connection state is unknown.
-    pub kept_unknown: usize,
     /// The kept records' temperatures, in the order of `kept`.
     pub kept_temperatures: Vec<Temperature>,
+}
+
+impl Selection<'_> {
+    /// Kept records whose connection state is unknown.
+    pub fn kept_unknown(&self) -> usize {
+        self.kept_temperatures
+            .iter()
+            .filter(|t| **t == Temperature::Unknown)
+            .count()
+    }
 }
 
 /// Applies the cleaning rules: warmup always dropped, the rest on request.
@@ -103,13 +111,12 @@ pub fn select_with<'a>(
         kept: Vec::new(),
         dropped: Vec::new(),
         by_reason: BTreeMap::new(),
-        kept_unknown: 0,
         kept_temperatures: Vec::new(),
     };
     let in_set =
         |set: Option<&Vec<usize>>, i: usize| set.is_some_and(|s| s.binary_search(&i).is_ok());
     for (i, r) in records.iter().enumerate() {
-        let temp = temperatures.get(i).copied().unwrap_or(Temperature::Unknown);
+        let temp = super::connection::temperature_at(temperatures, i);
         let rules = [
             (r.phase == Phase::Warmup, DropReason::Warmup),
             (ex.cold && temp == Temperature::Cold, DropReason::Cold),
@@ -123,7 +130,6 @@ pub fn select_with<'a>(
         ];
         let reasons: Vec<DropReason> = rules.iter().filter(|x| x.0).map(|x| x.1).collect();
         if reasons.is_empty() {
-            sel.kept_unknown += usize::from(temp == Temperature::Unknown);
             sel.kept.push(r);
             sel.kept_temperatures.push(temp);
         } else {

@@ -8,8 +8,7 @@ use std::io::{self, Write};
 use quick_junit::{NonSuccessKind, Report as JUnit, TestCase, TestCaseStatus, TestSuite};
 
 use crate::findings::Finding;
-use crate::results::CheckStatus;
-use crate::results::{Report, RunStatus};
+use crate::results::{CheckStatus, Report, RunStatus};
 use crate::text::escape::visible;
 
 fn describe(findings: &[&Finding]) -> String {

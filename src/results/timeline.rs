@@ -3,7 +3,7 @@
 //! windows beside the spans the requests really covered, and for the server
 //! metrics a finding names, the per-scrape-interval increments next to the
 //! observations the requests explain. Built only when a report needs it
-//! (`Settings::timeline`): it holds a few numbers per request.
+//! (`RunOptions::timeline`): it holds a few numbers per request.
 
 use serde::Serialize;
 
@@ -212,8 +212,8 @@ fn instant(r: &Record, at: ObservedAt) -> u64 {
 }
 
 /// Builds the timeline; `metrics` are the (family, endpoint) pairs to show
-/// intervals of (those the findings name); `steady`, the run's steady state
-/// when already found (else it is found here).
+/// intervals of (those the findings name). The temperatures and the steady
+/// state are the model's.
 pub fn build(run: &RunArtifacts, model: &RunModel, metrics: &[(String, String)]) -> Timeline {
     let records = run
         .records

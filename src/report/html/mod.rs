@@ -15,8 +15,7 @@ use minijinja::{AutoEscape, Environment};
 use serde::Serialize;
 
 use crate::findings::{Finding, Severity};
-use crate::results::{HitRate, HitSource};
-use crate::results::{Report, RunReport};
+use crate::results::{HitRate, HitSource, Report, RunReport};
 
 const TEMPLATE: &str = include_str!("report.html.j2");
 
