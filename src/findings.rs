@@ -603,7 +603,7 @@ mod tests {
         assert_eq!(cols[1].0, "what to do");
         let cols = explanation("late-warmup-observation").expect("documented");
         assert_eq!(cols[0].0, "when");
-        assert!(cols[0].1.starts_with("dP > 0 and dW < 0; or"), "{cols:?}");
+        assert!(cols[0].1.starts_with("the accounting needs"), "{cols:?}");
         assert!(explanation("no-such-code").is_none());
     }
 

@@ -436,3 +436,47 @@ mod tests {
         }
     }
 }
+
+closed_set! {
+    /// Whether a server observed a request the records do not hold as a
+    /// success (cancelled, failed, or cut at the end of a duration run)
+    /// at one observation point.
+    pub enum Observes {
+        /// Certainly: the request reached that point before it ended.
+        Yes => "yes",
+        /// Certainly not: the framework makes no such observation for it.
+        No => "no",
+        /// Cannot tell (it may have ended before or after the point, or the
+        /// framework's behaviour is not known).
+        Maybe => "maybe",
+    }
+}
+
+/// What `framework` observes at `at` for a request that ended without
+/// success: `first_token` says whether the client received a first token
+/// (the server made it, so it had scheduled the request and observed its
+/// first token), `cancelled` whether the client gave up on it (a
+/// disconnect, which the server sees as an abort).
+///
+/// vLLM v1 (`v1/engine/output_processor.py` `abort_requests`, vllm issues
+/// #31503 and #55634): observations already made stay (prefix-cache
+/// queries and hits at scheduling, TTFT and prompt tokens at the first
+/// token, generation tokens and ITL on the way), an abort during prefill
+/// drops that step's output, and no finished-request statistics are made
+/// (e2e, queue, prefill, decode and inference time, request prompt and
+/// generation tokens, `request_success`). The Dynamo workers' `vllm:*`
+/// families are vLLM's own. Other frameworks: what an abort leaves is not
+/// in this table, so a completion-time observation may or may not exist.
+pub fn observes_unsuccessful(
+    framework: Framework,
+    at: ObservedAt,
+    first_token: bool,
+    cancelled: bool,
+) -> Observes {
+    match at {
+        ObservedAt::Completion if framework == Framework::Vllm && cancelled => Observes::No,
+        ObservedAt::Completion => Observes::Maybe,
+        _ if first_token => Observes::Yes,
+        _ => Observes::Maybe,
+    }
+}

@@ -61,7 +61,9 @@ fn the_ledger_has_the_late_warmup_observation() {
 /// profiling observation in its place, so warmup looks exact and no mirror
 /// deficit shows; AIPerf's profiling baseline (the scrape before the first
 /// profiling one) had already counted the other warmup observations, so
-/// this is no absorbed warmup.
+/// this is no absorbed warmup. The accounting names both causes: the late
+/// warmup observation in profiling, and in warmup the profiling one counted
+/// in its place.
 #[test]
 fn the_jsonl_run_names_the_late_observation() {
     let run = report(&root().join("fixtures/parquet/late-warmup"));
@@ -77,7 +79,13 @@ fn the_jsonl_run_names_the_late_observation() {
             )
         })
         .collect();
-    assert_eq!(prefill, vec![("late-warmup-observation", "error")]);
+    assert_eq!(
+        prefill,
+        vec![
+            ("late-warmup-observation", "error"),
+            ("counted-in-both", "warning")
+        ]
+    );
 }
 
 #[cfg(feature = "parquet")]

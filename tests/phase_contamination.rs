@@ -216,7 +216,10 @@ fn raw_scrapes_repair_the_reproducer_to_five_and_one() {
     );
 }
 
-/// Without server_metrics_export.jsonl the finding stands but nothing is repaired.
+/// Without server_metrics_export.jsonl the finding stands and nothing is
+/// repaired from scrapes; the accounting still corrects the count to the
+/// profiling requests the server observed (the ledger's), the sum only
+/// bounded.
 #[test]
 fn without_raw_scrapes_the_finding_stands_unrepaired() {
     let (_t, dir) = copy_run("late-warmup");
@@ -229,9 +232,23 @@ fn without_raw_scrapes_the_finding_stands_unrepaired() {
         run["checks"]["phase_contamination"]["repaired_from_raw_scrapes"],
         false
     );
-    assert!(row(run, "vllm:request_prefill_time_seconds", "profiling")
-        .get("corrected")
-        .is_none());
+    let corrected = &row(run, "vllm:request_prefill_time_seconds", "profiling")["corrected"];
+    let truth = ledger_truth("late-warmup");
+    let key = (
+        "vllm:request_prefill_time_seconds".to_string(),
+        "profiling".to_string(),
+    );
+    assert_eq!(corrected["count"], truth[&key].0, "{corrected}");
+    // The sum's bounds hold the ledger's.
+    let sum = truth[&key].1;
+    assert!(corrected["sum_low"]
+        .as_f64()
+        .is_some_and(|lo| lo <= sum + 1e-9));
+    assert!(corrected["sum_high"]
+        .as_f64()
+        .is_some_and(|hi| hi >= sum - 1e-9));
+    assert_eq!(corrected["exactness"], "bounded");
+    assert!(corrected["sum"].is_null());
 }
 
 /// A clean run: no error; the windows still overlap, which is a warning that

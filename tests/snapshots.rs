@@ -71,6 +71,7 @@ fn every_fixture_run_concise() {
         "fixtures/steady-state".to_string(),
         "fixtures/compare".to_string(),
         "fixtures/parquet".to_string(),
+        "fixtures/accounting".to_string(),
     ];
     let mut versions: Vec<String> = std::fs::read_dir(root().join("fixtures/aiperf-versions"))
         .expect("versions")

@@ -48,6 +48,14 @@ seed-reproducer runs, the version fixtures):
            either order)
   --cache-flush-every N  (with --prefix-cache) the whole cache evicted before
            every N-th request, as under memory pressure
+A client that disconnects (AIPerf's --request-cancellation-rate, or the
+end of a duration run's grace period) is seen at the next prefill step or
+token: the request is aborted there, as vLLM v1 aborts it
+(output_processor.abort_requests): what was observed stays (prefix-cache
+queries at scheduling, TTFT and prompt tokens at the first token,
+generation tokens on the way), an abort during prefill drops the step's
+output (no first token), and no finished-request statistics are made. The
+ledger's request line says `aborted` (prefill or decode).
 A request with "stream": false is answered with one JSON body, as the
 OpenAI-compatible servers do; its engine observations are the same.
 
@@ -69,6 +77,7 @@ publication time), per restart and per delayed scrape.
 import argparse
 import json
 import random
+import select
 import socket
 import ssl
 import threading
@@ -161,6 +170,10 @@ class Deployment:
         self.in_flight = 0
         self.lock = threading.Lock()
 
+    def on_abort(self, req):
+        """An aborted request: no finished-request statistics (vLLM's
+        behaviour; the other frameworks' is not modelled)."""
+
     def started(self, delta):
         with self.lock:
             self.in_flight += delta
@@ -221,6 +234,10 @@ class VllmDeployment(Deployment):
         v.generation_tokens.inc(labels, 1)
         v.h_tpot.observe(labels, itl)
         v.h_iteration.observe(labels, 1)
+
+    def on_abort(self, req):
+        # vLLM v1: no finished-request statistics for an aborted request.
+        self.gauges(req, -1)
 
     def on_finish(self, req, times):
         v, labels = self.vllm, self.vllm.labels(req.engine)
@@ -666,6 +683,20 @@ def make_handler(server, routes, chat=True):
                 with server.lock:
                     server.inflight -= 1
 
+        def gone(self):
+            """Whether the client closed its side (AIPerf cancels a request by
+            closing the connection): readable with no data."""
+            try:
+                ready, _, _ = select.select([self.connection], [], [], 0)
+                return bool(ready) and self.connection.recv(1, socket.MSG_PEEK) == b""
+            except (OSError, ValueError):
+                return True
+
+        def abort(self, req, stage):
+            req.rec["aborted"] = stage
+            server.dep.on_abort(req)
+            self.close_connection = True
+
         def cold_stage(self, req):
             """--cold-start: the first N requests pass one at a time."""
             if not args.cold_start:
@@ -702,30 +733,52 @@ def make_handler(server, routes, chat=True):
             time.sleep(0.001)
             dep.on_scheduled(req)
             prefill_s = self.prefill_time(req)
-            time.sleep(prefill_s)
+            deadline = time.time() + prefill_s
+            while time.time() < deadline:
+                time.sleep(min(0.005, max(0.0, deadline - time.time())))
+                if self.gone():
+                    break
             if args.prefill_batch:
                 with server.lock:
                     server.in_prefill -= 1
+            if self.gone():
+                self.abort(req, "prefill")
+                return
             if hasattr(dep, "on_prefilled"):
                 dep.on_prefilled(req, {"queue": queue_s, "prefill": prefill_s,
                                        "prefill_done": time.time() - req.t0})
                 time.sleep(args.kv_transfer_s)
-            self.start_response()
+            try:
+                self.start_response()
+            except OSError:
+                self.abort(req, "prefill")
+                return
             base = {"id": f"chatcmpl-{req.ordinal}", "object": "chat.completion.chunk",
                     "created": int(time.time()), "model": model}
             first = dict(base, choices=[{"index": 0, "delta": {"role": "assistant",
                                                                "content": "tok "},
                                          "finish_reason": None}])
-            self.chunk(json.dumps(first).encode())
+            try:
+                self.chunk(json.dumps(first).encode())
+            except OSError:
+                self.abort(req, "prefill")
+                return
             t_first = time.time()
             req.rec["t_first_token_ns"] = int(t_first * 1e9)
             dep.on_first_token(req, t_first - req.t0)
             for _ in range(req.completion - 1):
                 itl = self.itl()
                 time.sleep(itl)
+                if self.gone():
+                    self.abort(req, "decode")
+                    return
                 c = dict(base, choices=[{"index": 0, "delta": {"content": "tok "},
                                          "finish_reason": None}])
-                self.chunk(json.dumps(c).encode())
+                try:
+                    self.chunk(json.dumps(c).encode())
+                except OSError:
+                    self.abort(req, "decode")
+                    return
                 dep.on_token(req, itl)
             e2e = time.time() - req.t0
             decode = time.time() - t_first

@@ -7,6 +7,7 @@
 
 pub(crate) mod cursor;
 pub mod legacy;
+pub mod log;
 pub mod records;
 pub mod scrapes;
 pub mod server_metrics;
@@ -94,6 +95,8 @@ pub struct RunArtifacts {
     pub scrapes: Option<scrapes::ScrapesRead>,
     /// `phase_manifest.json`.
     pub manifest: Option<Manifest>,
+    /// `logs/aiperf.log`: its phase-end lines.
+    pub log: Option<log::AiperfLog>,
     /// Problems met while reading.
     pub findings: Vec<Finding>,
     /// True when no artifact at all could be read: the run cannot be audited.
@@ -512,6 +515,11 @@ pub fn load(dir: &Path) -> RunArtifacts {
         reversed_windows(server, f);
     }
     run.manifest = read_json(dir, MANIFEST_FILE, f, typed);
+    // A log that cannot be read is not a problem of the run: it only
+    // names what no other artifact does.
+    if let Opened::File(file, _) = open(dir, log::FILE) {
+        run.log = log::read(file).ok();
+    }
     if let Some(m) = run.manifest.as_mut() {
         reversed_phases(m, f);
     }

@@ -1,7 +1,6 @@
-//! How a metric's per-phase deviations are classified, from the deviations
-//! and the evidence of the windows, records and scrapes.
-
-use super::evidence::Evidence;
+//! The names of what a metric's per-phase count says: each cause the
+//! accounting weighs ([`super::accounting`]), and `ok`, `mixed` and
+//! `unknown` for a row's whole.
 
 closed_set! {
     /// What a metric's count in one phase (one row) says.
@@ -26,6 +25,14 @@ closed_set! {
         /// Under by what a series born inside the phase lost (reported as
         /// `series-created-mid-phase`).
         SeriesCreatedMidPhase => "series_created_mid_phase",
+        /// Observations of requests that ended without success (cancelled
+        /// or failed) which the framework makes by design.
+        FailedRequest => "failed_request",
+        /// Observations of requests in no record: a duration run's
+        /// requests cut when the grace period ended.
+        RequestWithoutRecord => "request_without_record",
+        /// More than one cause.
+        Mixed => "mixed",
         /// Over, with no matching deficit and no evidence of a cause.
         UnexplainedExcess => "unexplained_excess",
         /// Under, with no matching excess in the other phase.
@@ -39,119 +46,5 @@ impl Classification {
     /// Whether the row is a mismatch (not `ok`, and compared).
     pub fn is_mismatch(self) -> bool {
         !matches!(self, Classification::Ok | Classification::Unknown)
-    }
-}
-
-/// Classifies the deviations of profiling (`dp`) and warmup (`dw`); an
-/// unknown deviation classifies its phase as `unknown`, never `ok`. A
-/// one-sided excess gets a cause only where the evidence can account for
-/// it: a profiling excess the warmup observations after AIPerf's profiling
-/// baseline can hold (or exactly all of warmup's), a warmup excess the
-/// profiling observations before AIPerf's end-of-warmup scrape can.
-pub fn classify(
-    dp: Option<f64>,
-    dw: Option<f64>,
-    ev: &Evidence,
-) -> (Classification, Classification) {
-    use Classification::*;
-    let profiling = |d: f64| {
-        if d > 0.0 && ev.absorbed_explains(d) {
-            WarmupAbsorbed
-        } else {
-            side(d)
-        }
-    };
-    let warmup = |d: f64| {
-        if d > 0.0 && ev.double_explains(d) {
-            CountedInBoth
-        } else {
-            side(d)
-        }
-    };
-    match (dp, dw) {
-        (None, None) => (Unknown, Unknown),
-        (Some(p), None) => (profiling(p), Unknown),
-        (None, Some(w)) => (Unknown, warmup(w)),
-        (Some(p), Some(w)) if p > 0.0 && w < 0.0 => (LateWarmupObservation, LateWarmupObservation),
-        (Some(p), Some(w)) if p < 0.0 && w > 0.0 => (ProfilingLostToWarmup, ProfilingLostToWarmup),
-        (Some(p), Some(w)) => (profiling(p), warmup(w)),
-    }
-}
-
-fn side(d: f64) -> Classification {
-    if d > 0.0 {
-        Classification::UnexplainedExcess
-    } else if d < 0.0 {
-        Classification::UnexplainedDeficit
-    } else {
-        Classification::Ok
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Classification::*;
-    use super::*;
-
-    #[test]
-    fn classification_matches_the_mirror_cases() {
-        let none = Evidence::default();
-        assert_eq!(
-            classify(Some(1.0), Some(-1.0), &none).0,
-            LateWarmupObservation
-        );
-        assert_eq!(
-            classify(Some(-2.0), Some(2.0), &none).1,
-            ProfilingLostToWarmup
-        );
-        assert_eq!(
-            classify(Some(0.0), Some(4.0), &none),
-            (Ok, UnexplainedExcess)
-        );
-        assert_eq!(
-            classify(Some(-1.0), Some(0.0), &none),
-            (UnexplainedDeficit, Ok)
-        );
-        assert_eq!(classify(Some(0.0), None, &none), (Ok, Unknown));
-        assert_eq!(
-            classify(None, Some(1.0), &none),
-            (Unknown, UnexplainedExcess)
-        );
-        assert_eq!(classify(None, None, &none).0, Unknown);
-    }
-
-    #[test]
-    fn an_excess_gets_a_cause_only_where_the_evidence_holds_it() {
-        let ev = Evidence {
-            warmup_total: Some(4.0),
-            absorbed: Some((3, "b".into())),
-            double: Some((2, "d".into())),
-            no_split: None,
-        };
-        assert_eq!(classify(Some(3.0), Some(0.0), &ev).0, WarmupAbsorbed);
-        assert_eq!(
-            classify(Some(4.0), Some(0.0), &ev).0,
-            UnexplainedExcess,
-            "timing says 3"
-        );
-        let untimed = Evidence {
-            warmup_total: Some(4.0),
-            ..Default::default()
-        };
-        assert_eq!(
-            classify(Some(4.0), Some(0.0), &untimed).0,
-            WarmupAbsorbed,
-            "all of warmup"
-        );
-        assert_eq!(
-            classify(Some(3.0), Some(0.0), &untimed).0,
-            UnexplainedExcess
-        );
-        assert_eq!(classify(Some(0.0), Some(2.0), &ev).1, CountedInBoth);
-        assert_eq!(classify(Some(0.0), Some(3.0), &ev).1, UnexplainedExcess);
-        assert_eq!(
-            classify(Some(3.0), Some(1.0), &ev),
-            (WarmupAbsorbed, CountedInBoth)
-        );
     }
 }

@@ -3,10 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use super::classify::{classify, Classification};
+use super::accounting::{account, Accounting, Share, UNBOUNDED};
+use super::causes::{Inputs, Population};
+use super::classify::Classification;
 use super::diagnose::Problem;
 use super::evidence::Evidence;
-use super::{Expected, Found, MetricRow, PercentileBounds};
+use super::{Cause, Expected, Found, MetricRow, PercentileBounds};
 use crate::artifacts::records::Phase;
 use crate::artifacts::server_metrics::{Family, MetricType, Series};
 use crate::model::attribution::{Attribution, Corrected, Exactness};
@@ -30,6 +32,63 @@ pub struct Comparison<'a> {
     pub born: [f64; 2],
     /// What the windows, records and scrapes say about this observer.
     pub evidence: Evidence,
+    /// The requests the records do not hold as successes.
+    pub population: &'a Population,
+}
+
+/// Whether a cause moves observations of one phase into the other's
+/// figures or out of them (a fault of the split), rather than being what
+/// the server saw (a failed or cut request) or a loss reported on its own
+/// (a reset, a series born mid-phase).
+pub fn contaminates(c: Classification) -> bool {
+    use Classification::*;
+    matches!(
+        c,
+        LateWarmupObservation
+            | ProfilingLostToWarmup
+            | WarmupAbsorbed
+            | CountedInBoth
+            | UnexplainedExcess
+            | UnexplainedDeficit
+    )
+}
+
+/// One phase's causes: the accounting's shares, and what it could not
+/// explain as `unexplained_excess` or `unexplained_deficit`.
+fn row_causes(acc: &Accounting<Classification>, i: usize, phase: Phase) -> Vec<Cause> {
+    let mut out: Vec<Cause> = acc.shares(i).into_iter().filter(|s| s.count != 0).collect();
+    let r = acc.remainder[i];
+    if r != 0 {
+        let (cause, what) = if r > 0 {
+            (Classification::UnexplainedExcess, "more")
+        } else {
+            (Classification::UnexplainedDeficit, "fewer")
+        };
+        out.push(Share {
+            cause,
+            count: r,
+            low: r,
+            high: Some(r),
+            evidence: format!(
+                "{} {what} observation(s) in {phase} than its requests and every bounded cause \
+                 can account for",
+                r.abs()
+            ),
+        });
+    }
+    out
+}
+
+/// A row's classification: its one cause, `mixed` for several, `ok`
+/// for none, `unknown` when its deviation is.
+fn classification(d: Option<f64>, causes: &[Cause]) -> Classification {
+    let moved: Vec<&Cause> = causes.iter().filter(|c| c.count != 0).collect();
+    match (d, moved.as_slice()) {
+        (None, _) => Classification::Unknown,
+        (Some(_), []) => Classification::Ok,
+        (Some(_), [one]) => one.cause,
+        (Some(_), _) => Classification::Mixed,
+    }
 }
 
 /// The observer's counts per partition, per phase (profiling, warmup): what
@@ -78,7 +137,9 @@ impl Comparison<'_> {
         }
     }
 
-    /// The rows of both phases, and the problem when a phase is off.
+    /// The rows of both phases, and the problem when a phase is off: each
+    /// phase's deviation from its successful requests, accounted for cause
+    /// by cause ([`account`]).
     pub fn rows(&self, corrected: Option<Attribution>) -> (Vec<MetricRow>, Option<Problem>) {
         let f = self.found;
         let (sp, sw) = (self.series_of(f.profiling), self.series_of(f.warmup));
@@ -90,28 +151,73 @@ impl Comparison<'_> {
             _ => None,
         };
         let [exp_p, exp_w] = self.expected;
-        let deviation = |e: Option<Expected>, x: Option<f64>| Some(e?.deviation(x?));
+        let deviation = |e: Option<Expected>, x: Option<f64>| Some(x? - e?.min as f64);
         let (dp, dw) = (deviation(exp_p, found_p), deviation(exp_w, found_w));
-        let (class_p, class_w, late) = self.classes(dp, dw, corrected.as_ref());
+        let inputs = Inputs {
+            framework: f.def.framework,
+            at: f.def.observed_at,
+            expected: self.expected,
+            evidence: &self.evidence,
+            reset: self.reset,
+            born: self.born,
+            corrected: corrected.as_ref(),
+            population: self.population,
+        };
+        let terms = inputs.terms();
+        let whole = |d: Option<f64>| d.map(|d| d.round() as i64);
+        let acc = account(whole(dp), whole(dw), terms.clone());
+        // Whether profiling is certainly contaminated: no combination
+        // without a boundary cause on profiling explains it.
+        let certain = acc.remainder[0] != 0 || {
+            let without: Vec<_> = terms
+                .into_iter()
+                .filter(|t| !(contaminates(t.cause) && t.effect[0] != 0))
+                .collect();
+            let moved = acc
+                .shares(0)
+                .iter()
+                .any(|s| contaminates(s.cause) && s.count != 0);
+            moved && !account(whole(dp), whole(dw), without).closes()
+        };
         let mut rows = Vec::new();
-        for (phase, series, exp, fnd, d, class) in [
-            (Phase::Profiling, &sp, exp_p, found_p, dp, class_p),
-            (Phase::Warmup, &sw, exp_w, found_w, dw, class_w),
-        ] {
+        let mut causes: [Vec<Cause>; 2] = Default::default();
+        let mut repaired = [false; 2];
+        for (i, (phase, series, exp, fnd, d)) in [
+            (Phase::Profiling, &sp, exp_p, found_p, dp),
+            (Phase::Warmup, &sw, exp_w, found_w, dw),
+        ]
+        .into_iter()
+        .enumerate()
+        {
             if phase == Phase::Warmup && !self.has_warmup {
                 continue;
             }
-            let here = corrected.as_ref().map(|c| c.get(phase).clone());
-            rows.push(self.row(phase, series, (exp, fnd, d, class), here));
+            causes[i] = row_causes(&acc, i, phase);
+            let class = classification(d, &causes[i]);
+            // The raw-scrape repair places observations on successful
+            // records only: where the server also observed unsuccessful
+            // requests, the accounting's correction holds them.
+            let unsuccessful = causes[i].iter().any(|c| {
+                c.count != 0
+                    && matches!(
+                        c.cause,
+                        Classification::FailedRequest | Classification::RequestWithoutRecord
+                    )
+            });
+            let here = corrected
+                .as_ref()
+                .filter(|_| !unsuccessful)
+                .map(|c| c.get(phase).clone());
+            repaired[i] = here.is_some();
+            rows.push(self.row(phase, series, (exp, fnd, d, class), here, &causes[i]));
         }
-        let off = |c: Classification| {
-            c.is_mismatch()
-                && !matches!(
-                    c,
-                    Classification::Reset | Classification::SeriesCreatedMidPhase
-                )
+        let off = |c: &Cause| {
+            !matches!(
+                c.cause,
+                Classification::Reset | Classification::SeriesCreatedMidPhase
+            )
         };
-        if !off(class_p) && !off(class_w) {
+        if !causes.iter().flatten().any(off) {
             return (rows, None);
         }
         let profiling_row = rows.iter().find(|r| r.phase == Phase::Profiling);
@@ -121,7 +227,9 @@ impl Comparison<'_> {
             endpoint: self.observer.endpoint.clone(),
             role: self.role.map(str::to_string),
             series: self.observer.key.clone(),
-            classes: [class_p, class_w],
+            causes,
+            ambiguous: acc.ambiguous,
+            certain,
             exp_p,
             exp_w,
             found_p,
@@ -130,57 +238,18 @@ impl Comparison<'_> {
             dw,
             found_avg_p: profiling_row.and_then(|r| r.found_avg),
             found_sum_p: profiling_row.and_then(|r| r.found_sum),
-            corrected,
+            corrected: profiling_row.and_then(|r| r.corrected.clone()),
+            repaired: repaired[0],
             percentile_bias_p: profiling_row.and_then(|r| r.percentile_bias_pct),
             percentile_worst_p: profiling_row.and_then(|r| {
                 r.true_percentile_bounds
                     .as_ref()?
                     .worst_bias_pct(r.found_percentiles.as_ref()?)
             }),
-            evidence: self.evidence.clone(),
+            no_split: self.evidence.no_split.clone(),
             partition: None,
-            late,
         };
         (rows, Some(problem))
-    }
-
-    /// Both phases' classifications, with what the evidence, a reset, a
-    /// series born in the phase and (without a warmup split) the raw
-    /// scrapes say; and the warmup observations placed after profiling
-    /// started.
-    fn classes(
-        &self,
-        dp: Option<f64>,
-        dw: Option<f64>,
-        corrected: Option<&Attribution>,
-    ) -> (Classification, Classification, Option<u64>) {
-        let (mut class_p, mut class_w) = classify(dp, dw, &self.evidence);
-        // The raw scrapes tell a warmup observation published after
-        // profiling started from one AIPerf's baseline merely predates.
-        // Without a warmup split the mirror deficit cannot show; with one,
-        // a late end-of-warmup scrape that counts a profiling observation
-        // in its place hides it (warmup exact, profiling over).
-        let mirrored = class_p == Classification::LateWarmupObservation;
-        let late = corrected
-            .filter(|_| self.evidence.no_split.is_some() || !mirrored)
-            .map(|c| c.warmup_late)
-            .filter(|&n| n > 0 && dp.is_some_and(|d| d > 0.0));
-        if late.is_some() {
-            class_p = Classification::LateWarmupObservation;
-        }
-        // A reset on the endpoint explains its phase's count (reported once,
-        // as counter-reset).
-        for (class, d, reset, born) in [
-            (&mut class_p, dp, self.reset[0], self.born[0]),
-            (&mut class_w, dw, self.reset[1], self.born[1]),
-        ] {
-            if reset && d.is_some_and(|d| d != 0.0) {
-                *class = Classification::Reset;
-            } else if d.is_some_and(|d| d < 0.0 && -d <= born + 0.5) {
-                *class = Classification::SeriesCreatedMidPhase;
-            }
-        }
-        (class_p, class_w, late)
     }
 
     /// One phase's row, with the export's sum, avg and bucket-estimated
@@ -191,6 +260,7 @@ impl Comparison<'_> {
         series: &[&Series],
         (exp, fnd, d, class): (Option<Expected>, Option<f64>, Option<f64>, Classification),
         corrected: Option<Corrected>,
+        causes: &[Cause],
     ) -> MetricRow {
         let hist = self.found.kind() == MetricType::Histogram;
         // No series in the phase's section: its sum is unknown, not 0.
@@ -213,6 +283,8 @@ impl Comparison<'_> {
             (Some(b), Some(d), None) => PercentileBounds::of(b, d),
             _ => None,
         };
+        let corrected =
+            corrected.or_else(|| accounted(exp?, causes, sum, found_buckets.as_deref()));
         MetricRow {
             metric: self.found.name.clone(),
             framework: self.found.def.framework,
@@ -229,6 +301,7 @@ impl Comparison<'_> {
             found_count: fnd,
             delta: d,
             classification: class,
+            causes: causes.to_vec(),
             found_sum: sum,
             found_avg,
             percentile_bias_pct: found_percentiles
@@ -239,6 +312,84 @@ impl Comparison<'_> {
             true_percentile_bounds,
         }
     }
+}
+
+/// The corrected figures of a row whose causes moved anything: the count
+/// is the phase's successful requests plus the unsuccessful ones the server
+/// observed (the truth whatever crossed the boundary); the sum is the
+/// export's without what came in from elsewhere (each observation inside
+/// the histogram's occupied buckets) and with what went out (any value:
+/// unbounded above).
+fn accounted(
+    exp: Expected,
+    causes: &[Cause],
+    found_sum: Option<f64>,
+    buckets: Option<&[(f64, f64)]>,
+) -> Option<Corrected> {
+    if causes.iter().all(|c| c.count == 0) {
+        return None;
+    }
+    let designed = |c: &&Cause| {
+        matches!(
+            c.cause,
+            Classification::FailedRequest | Classification::RequestWithoutRecord
+        )
+    };
+    let own: Vec<&Cause> = causes.iter().filter(designed).collect();
+    let count = exp.min as i64 + own.iter().map(|c| c.count).sum::<i64>();
+    let low = exp.min as i64 + own.iter().map(|c| c.low).sum::<i64>();
+    let high = own.iter().try_fold(exp.min as i64, |a, c| {
+        c.high.filter(|h| *h < UNBOUNDED).map(|h| a + h)
+    });
+    let moved: Vec<&Cause> = causes.iter().filter(|c| !designed(c)).collect();
+    let came_in: i64 = moved.iter().map(|c| c.count.max(0)).sum();
+    let went_out: i64 = moved.iter().map(|c| (-c.count).max(0)).sum();
+    // The occupied buckets' outer edges bound each observation's value.
+    let edges = buckets.and_then(|b| {
+        let mut prev = (0.0, 0.0);
+        let mut lowest = None;
+        let mut highest = None;
+        for &(le, n) in b {
+            if n > prev.1 {
+                lowest.get_or_insert(prev.0);
+                highest = Some(le);
+            }
+            prev = (le, n);
+        }
+        Some((lowest?, highest?))
+    });
+    let (sum, sum_low, sum_high) = match (found_sum, edges) {
+        (Some(s), _) if came_in == 0 && went_out == 0 => (Some(s), Some(s), Some(s)),
+        (Some(s), Some((lo, hi))) => {
+            let k = came_in as f64;
+            let sum_low = Some(s - k * hi)
+                .filter(|x| x.is_finite())
+                .map(|x| x.max(0.0));
+            let sum_high = (went_out == 0).then_some(s - k * lo.max(0.0));
+            (None, sum_low, sum_high)
+        }
+        _ => (None, None, None),
+    };
+    let (count_low, count_high) = match high {
+        Some(h) if h == low => (None, None),
+        h => (Some(low.max(0) as u64), h.map(|h| h.max(0) as u64)),
+    };
+    Some(Corrected {
+        count: count.max(0) as u64,
+        count_low,
+        count_high,
+        sum,
+        sum_low,
+        sum_high,
+        avg: sum.filter(|_| count > 0).map(|s| s / count as f64),
+        exactness: if count_low.is_none() && sum.is_some() {
+            Exactness::Exact
+        } else {
+            Exactness::Bounded
+        },
+        buckets: None,
+        percentiles: None,
+    })
 }
 
 /// The partition whose counts differ from the control's on the same

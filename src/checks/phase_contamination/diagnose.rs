@@ -2,16 +2,16 @@
 //! cause, the evidence for it and the size of the effect.
 
 use super::classify::Classification;
-use super::evidence::Evidence;
 use super::{
-    Expected, Windows, COUNTED_IN_BOTH, LATE_WARMUP_OBSERVATION, PROFILING_LOST_TO_WARMUP,
-    UNEXPLAINED_DEFICIT, UNEXPLAINED_EXCESS, WARMUP_ABSORBED,
+    Cause, Expected, Windows, COUNTED_IN_BOTH, FAILED_REQUEST_OBSERVED, LATE_WARMUP_OBSERVATION,
+    PROFILING_LOST_TO_WARMUP, REQUEST_WITHOUT_RECORD, UNEXPLAINED_DEFICIT, UNEXPLAINED_EXCESS,
+    WARMUP_ABSORBED,
 };
 use crate::artifacts::records::Phase;
 use crate::artifacts::server_metrics;
 use crate::findings::{Code, Finding, Severity, Unit};
 use crate::frameworks::ObservedAt;
-use crate::model::attribution::Attribution;
+use crate::model::attribution::Corrected;
 use crate::model::observers::Labels;
 use crate::stats::{bias_pct, Percentiles, Stat};
 
@@ -27,8 +27,13 @@ pub struct Problem {
     pub role: Option<String>,
     /// The labels singling the observer out.
     pub series: Labels,
-    /// Profiling and warmup classifications.
-    pub classes: [Classification; 2],
+    /// Each phase's causes (profiling, warmup), signed.
+    pub causes: [Vec<Cause>; 2],
+    /// Whether several equally parsimonious combinations fit.
+    pub ambiguous: bool,
+    /// Whether every combination that explains the counts moves profiling
+    /// observations across the boundary (or leaves a remainder there).
+    pub certain: bool,
     /// Expected profiling count.
     pub exp_p: Option<Expected>,
     /// Expected warmup count.
@@ -45,22 +50,21 @@ pub struct Problem {
     pub found_avg_p: Option<f64>,
     /// Profiling sum in the export.
     pub found_sum_p: Option<f64>,
-    /// The split repaired from the raw scrapes.
-    pub corrected: Option<Attribution>,
+    /// The profiling row's corrected figures.
+    pub corrected: Option<Corrected>,
+    /// Whether they come from the raw scrapes.
+    pub repaired: bool,
     /// Bias of the profiling bucket-estimated percentiles over the exactly
     /// repaired ones.
     pub percentile_bias_p: Option<Percentiles>,
     /// Without an exact repair: the largest bias the profiling percentiles
     /// can have over the truth inside their bounds.
     pub percentile_worst_p: Option<(Stat, f64)>,
-    /// The evidence the classification used.
-    pub evidence: Evidence,
+    /// The AIPerf version, when it has no warmup split.
+    pub no_split: Option<String>,
     /// The one partition (e.g. `engine="1"`) whose counts differ from the
     /// control's, when the control can tell.
     pub partition: Option<Labels>,
-    /// Without a warmup split: the warmup observations the raw scrapes place
-    /// after profiling started.
-    pub late: Option<u64>,
 }
 
 fn range(e: Option<Expected>) -> String {
@@ -83,170 +87,161 @@ const PERCENTILE_EFFECTS: [(Stat, &str, &str); 3] = [
     (Stat::P99, "profiling_p99_bias", "profiling_p99_bias_up_to"),
 ];
 
-/// Warmup-only damage does not touch published (profiling) numbers: at most
-/// a warning.
-fn severity(profiling_hit: bool, code: Code) -> Severity {
-    if profiling_hit {
-        code.severity()
-    } else {
-        Severity::Warning.min(code.severity())
-    }
-}
-
 /// What every finding of one problem says besides its cause.
 struct Context {
     /// `metric on endpoint (role r) {series}`.
     name: String,
     /// The split, in words.
     split: String,
+    /// Every cause with its size, in words.
+    ledger: String,
     control_note: String,
     repair: String,
 }
 
+/// The code of a cause's finding; `None` for the losses reported on their
+/// own (`counter-reset`, `series-created-mid-phase`).
+fn code_of(c: Classification) -> Option<Code> {
+    use Classification::*;
+    Some(match c {
+        LateWarmupObservation => LATE_WARMUP_OBSERVATION,
+        ProfilingLostToWarmup => PROFILING_LOST_TO_WARMUP,
+        WarmupAbsorbed => WARMUP_ABSORBED,
+        CountedInBoth => COUNTED_IN_BOTH,
+        FailedRequest => FAILED_REQUEST_OBSERVED,
+        RequestWithoutRecord => REQUEST_WITHOUT_RECORD,
+        UnexplainedExcess => UNEXPLAINED_EXCESS,
+        UnexplainedDeficit => UNEXPLAINED_DEFICIT,
+        _ => return None,
+    })
+}
+
+/// A cause's share in words: `+1 late warmup observation (0 to +2)`.
+fn share_text(c: &Cause) -> String {
+    let name = c.cause.as_str().replace('_', " ");
+    let range = match c.high {
+        Some(h) if h == c.low => String::new(),
+        Some(h) => format!(" ({:+} to {:+})", c.low, h),
+        None => format!(" ({:+} or more)", c.low),
+    };
+    format!("{:+} {name}{range}", c.count)
+}
+
 impl Problem {
-    /// The findings this mismatch makes: its cause, with its size.
+    /// The findings this mismatch makes: one per cause, with its size and
+    /// the whole accounting.
     pub fn findings(&self, control: Option<&str>, w: &Windows) -> Vec<Finding> {
-        let Some(dp) = self.dp else {
-            return self
-                .dw
-                .and_then(|dw| {
-                    let cx = self.context(control, 0.0, dw);
-                    self.one_sided(&cx, Phase::Warmup, dw, None)
-                })
-                .into_iter()
-                .collect();
-        };
-        let dw = self.dw.unwrap_or(0.0);
-        let cx = self.context(control, dp, dw);
+        let cx = self.context(control);
         let overlap = w.overlap_ms.filter(|o| *o > 0.0);
-        if self.classes[0] == Classification::LateWarmupObservation {
-            let what = match (self.late, &self.evidence.no_split) {
-                (Some(k), Some(v)) => format!(
-                    "{k} warmup observation(s) were published after profiling started (the \
-                     raw scrapes place them) and counted in profiling (this metric is observed \
-                     at {}; AIPerf {v} has no warmup split)",
-                    self.observed_at.as_str()
-                ),
-                (Some(k), None) => format!(
-                    "{k} warmup observation(s) were published after profiling started (the \
-                     raw scrapes place them) and counted in profiling (this metric is observed \
-                     at {})",
-                    self.observed_at.as_str()
-                ),
-                _ => format!(
-                    "{} warmup observation(s) published after the end-of-warmup scrape were \
-                     counted in profiling (this metric is observed at {})",
-                    dp.min(-dw),
-                    self.observed_at.as_str()
-                ),
-            };
-            return vec![self.finding(&cx, LATE_WARMUP_OBSERVATION, what, true)];
+        let mut seen: Vec<Classification> = Vec::new();
+        for c in self.causes.iter().flatten() {
+            if c.count != 0 && !seen.contains(&c.cause) {
+                seen.push(c.cause);
+            }
         }
-        if self.classes[0] == Classification::ProfilingLostToWarmup {
-            let k = (-dp).min(dw);
-            let why = overlap
-                .map(|o| format!("; the warmup window closes {o:.1} ms after profiling started"))
-                .unwrap_or_default();
-            let what = format!(
-                "{k} profiling observation(s) (observed at {}) were published before the \
-                 end-of-warmup scrape and counted in warmup{why}",
-                self.observed_at.as_str()
-            );
-            return vec![self.finding(&cx, PROFILING_LOST_TO_WARMUP, what, true)];
-        }
-        [(Phase::Profiling, dp), (Phase::Warmup, dw)]
-            .into_iter()
-            .filter_map(|(phase, d)| self.one_sided(&cx, phase, d, overlap))
+        seen.into_iter()
+            .filter_map(|cause| {
+                let code = code_of(cause)?;
+                let [p, w] = [0, 1].map(|i| {
+                    self.causes[i]
+                        .iter()
+                        .find(|c| c.cause == cause)
+                        .map_or(0, |c| c.count)
+                });
+                let evidence = self.causes.iter().flatten().find(|c| c.cause == cause);
+                let evidence = evidence.map(|c| c.evidence.as_str()).unwrap_or("");
+                let what = self.sentence(cause, p, w, evidence, overlap);
+                let severity = match cause {
+                    Classification::FailedRequest | Classification::RequestWithoutRecord => {
+                        Severity::Info
+                    }
+                    _ if p != 0 && self.certain => code.severity(),
+                    _ => Severity::Warning.min(code.severity()),
+                };
+                Some(self.finding(&cx, code, what, severity))
+            })
             .collect()
     }
 
-    /// Why profiling holds warmup observations: AIPerf's baseline and how
-    /// many warmup observations come after it.
-    fn absorbed_why(&self) -> String {
-        match (&self.evidence.absorbed, &self.evidence.no_split) {
-            (Some((n, baseline)), Some(v)) => format!(
-                "AIPerf {v} has no warmup split: its profiling baseline {baseline}; \
-                 the {} configured warmup request(s) all finished before profiling \
-                 started, and up to {n} of their observations come after that scrape",
-                range(self.exp_w)
-            ),
-            (Some((n, baseline)), None) => format!(
-                "AIPerf's profiling baseline {baseline}, and {n} warmup observation(s) \
-                 come after it"
-            ),
-            (None, _) => format!(
-                "the excess is exactly the warmup's {} observation(s): the profiling \
-                 delta starts at warmup start",
-                num(self.evidence.warmup_total)
-            ),
-        }
-    }
-
-    /// A phase off with no mirror deviation in the other.
-    fn one_sided(
+    /// What one cause did, in words.
+    fn sentence(
         &self,
-        cx: &Context,
-        phase: Phase,
-        d: f64,
+        cause: Classification,
+        p: i64,
+        w: i64,
+        evidence: &str,
         overlap: Option<f64>,
-    ) -> Option<Finding> {
-        let hit = phase == Phase::Profiling;
-        let class = self.classes[usize::from(!hit)];
-        match class {
-            Classification::WarmupAbsorbed => {
-                let why = self.absorbed_why();
-                let what = format!(
-                    "profiling counts {d} warmup observation(s) too (observed at {}): {why}",
-                    self.observed_at.as_str()
-                );
-                Some(self.finding(cx, WARMUP_ABSORBED, what, true))
-            }
-            Classification::CountedInBoth => {
-                let why = self
-                    .evidence
-                    .double
-                    .as_ref()
-                    .map(|(n, scrape)| {
-                        format!(
-                            "AIPerf's end-of-warmup scrape {scrape}, after {n} profiling \
-                             observation(s)"
-                        )
+    ) -> String {
+        use Classification::*;
+        let at = self.observed_at.as_str();
+        let k = p.abs().max(w.abs());
+        match cause {
+            LateWarmupObservation => match &self.no_split {
+                Some(v) => format!(
+                    "{k} warmup observation(s) were counted in profiling (this metric is \
+                     observed at {at}; AIPerf {v} has no warmup split): {evidence}"
+                ),
+                None => format!(
+                    "{k} warmup observation(s) published after the end-of-warmup scrape were \
+                     counted in profiling (this metric is observed at {at}): {evidence}"
+                ),
+            },
+            ProfilingLostToWarmup => {
+                let why = overlap
+                    .map(|o| {
+                        format!("; the warmup window closes {o:.1} ms after profiling started")
                     })
                     .unwrap_or_default();
-                let what = format!(
-                    "warmup counts {d} profiling observation(s) too (observed at {}; profiling \
-                     counts them as well): {why}. Only the warmup figures are wrong",
-                    self.observed_at.as_str()
-                );
-                Some(self.finding(cx, COUNTED_IN_BOTH, what, false))
+                format!(
+                    "{k} profiling observation(s) (observed at {at}) were published before the \
+                     end-of-warmup scrape and counted in warmup{why}"
+                )
             }
-            _ if d > 0.0 => {
+            WarmupAbsorbed => format!(
+                "profiling counts {k} warmup observation(s) too (observed at {at}): {evidence}"
+            ),
+            CountedInBoth => format!(
+                "warmup counts {k} profiling observation(s) too (observed at {at}; profiling \
+                 counts them as well): {evidence}. Only the warmup figures are wrong"
+            ),
+            FailedRequest => format!(
+                "{k} observation(s) are of requests that ended without success, counted as the \
+                 framework does: {evidence}. The figures hold what the server saw"
+            ),
+            RequestWithoutRecord => format!(
+                "{k} observation(s) are of requests no record holds: {evidence}. The figures \
+                 hold what the server saw"
+            ),
+            UnexplainedExcess => {
+                let phase = if p > 0 {
+                    Phase::Profiling
+                } else {
+                    Phase::Warmup
+                };
                 let cause = match overlap {
                     Some(o) => format!(
-                        "the warmup window closes {o:.1} ms after profiling starts, but \
-                         the requests and scrapes cannot account for this many (foreign \
-                         traffic, or observations counted twice)"
+                        "the warmup window closes {o:.1} ms after profiling starts, but the \
+                         requests and scrapes cannot account for this many (foreign traffic, \
+                         or observations counted twice)"
                     ),
                     None => "foreign traffic reached the server, or the same observations \
                              were counted twice"
                         .into(),
                 };
-                let what = format!(
-                    "{phase} has {d} more observation(s) than requests with no matching \
-                     deficit: {cause}"
-                );
-                Some(self.finding(cx, UNEXPLAINED_EXCESS, what, hit))
+                format!("{phase} has {k} more observation(s) than its requests and every bounded cause account for: {cause}")
             }
-            _ if d < 0.0 => {
-                let what = format!(
-                    "{phase} has {} fewer observation(s) than requests with no matching \
-                     excess: observations published after the final scrape, requests \
-                     the server never counted, or a counter reset",
-                    -d
-                );
-                Some(self.finding(cx, UNEXPLAINED_DEFICIT, what, hit))
+            _ => {
+                let phase = if p < 0 {
+                    Phase::Profiling
+                } else {
+                    Phase::Warmup
+                };
+                format!(
+                    "{phase} has {k} fewer observation(s) than its requests and every bounded \
+                     cause account for: observations published after the final scrape, \
+                     requests the server never counted, or a counter reset"
+                )
             }
-            _ => None,
         }
     }
 
@@ -261,7 +256,7 @@ impl Problem {
         l
     }
 
-    fn context(&self, control: Option<&str>, dp: f64, dw: f64) -> Context {
+    fn context(&self, control: Option<&str>) -> Context {
         let mut name = self.metric.clone();
         if let Some(ep) = &self.endpoint {
             name.push_str(&format!(" on {ep}"));
@@ -285,51 +280,76 @@ impl Problem {
             ),
             _ => String::new(),
         };
-        let signed = |d: Option<f64>, fallback: f64| {
-            d.map(|_| format!(" ({fallback:+})")).unwrap_or_default()
-        };
+        let signed = |d: Option<f64>| d.map(|d| format!(" ({d:+})")).unwrap_or_default();
         let split = format!(
             "profiling holds {} observations for {} profiling requests{}, warmup {} for {}{}",
             num(self.found_p),
             range(self.exp_p),
-            signed(self.dp, dp),
+            signed(self.dp),
             num(self.found_w),
             range(self.exp_w),
-            signed(self.dw, dw)
+            signed(self.dw)
         );
+        let phase_ledger = |i: usize, name: &str, d: Option<f64>| -> Option<String> {
+            let d = d?;
+            let parts: Vec<String> = self.causes[i].iter().map(share_text).collect();
+            (!parts.is_empty()).then(|| format!("{name} {d:+} = {}", parts.join(", ")))
+        };
+        let mut ledger: Vec<String> = [
+            phase_ledger(0, "profiling", self.dp),
+            phase_ledger(1, "warmup", self.dw),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if self.ambiguous {
+            ledger
+                .push("several combinations fit; the ranges say how far each cause can go".into());
+        }
+        let ledger = if ledger.is_empty() {
+            String::new()
+        } else {
+            format!(" Accounted for: {}.", ledger.join("; "))
+        };
         let repair = self
             .corrected
             .as_ref()
             .map(|c| {
-                let (p, w) = (c.get(Phase::Profiling), c.get(Phase::Warmup));
-                format!(
-                    " Repaired from the raw scrapes ({}): profiling {} observations{}, warmup {}.",
-                    p.exactness,
-                    p.count,
-                    p.avg.map(|a| format!(" (avg {a:.6})")).unwrap_or_default(),
-                    w.count
-                )
+                let count = match (c.count_low, c.count_high) {
+                    (Some(lo), Some(hi)) => format!("{} ({lo}-{hi})", c.count),
+                    (Some(lo), None) => format!("{} ({lo} or more)", c.count),
+                    _ => c.count.to_string(),
+                };
+                if self.repaired {
+                    format!(
+                        " Repaired from the raw scrapes ({}): profiling {count} observations{}.",
+                        c.exactness,
+                        c.avg.map(|a| format!(" (avg {a:.6})")).unwrap_or_default(),
+                    )
+                } else {
+                    format!(" Corrected profiling count: {count}.")
+                }
             })
             .unwrap_or_default();
         Context {
             name,
             split,
+            ledger,
             control_note,
             repair,
         }
     }
 
-    /// One finding: the cause `what`, the split and its effects; at the
-    /// code's severity when profiling is hit, at most a warning otherwise.
-    fn finding(&self, cx: &Context, code: Code, what: String, profiling_hit: bool) -> Finding {
+    /// One finding: the cause `what`, the split and its effects.
+    fn finding(&self, cx: &Context, code: Code, what: String, severity: Severity) -> Finding {
         let (dp, dw) = (self.dp.unwrap_or(0.0), self.dw.unwrap_or(0.0));
         let expected = serde_json::json!({"profiling": self.exp_p.map(|e| e.min), "warmup": self.exp_w.map(|e| e.min)});
         let found = serde_json::json!({"profiling": self.found_p, "warmup": self.found_w});
         let mut f = Finding::new(
             code,
             format!(
-                "{}: {}: {what}.{}{}",
-                cx.name, cx.split, cx.control_note, cx.repair
+                "{}: {}: {what}.{}{}{}",
+                cx.name, cx.split, cx.ledger, cx.control_note, cx.repair
             ),
         )
         .file(server_metrics::FILE)
@@ -348,7 +368,7 @@ impl Problem {
             f = f.effect("profiling_count_inflation", dp / b * 100.0, Unit::Percent);
         }
         // Bias of the published figures against the repaired ones, percent.
-        let repaired = self.corrected.as_ref().map(|c| c.get(Phase::Profiling));
+        let repaired = self.corrected.as_ref().filter(|_| self.repaired);
         if let Some(b) = bias_pct(self.found_avg_p, repaired.and_then(|c| c.avg)) {
             f = f.effect("profiling_avg_bias", b, Unit::Percent);
         }
@@ -366,7 +386,6 @@ impl Problem {
                 f = f.effect(q.2, b, Unit::Percent);
             }
         }
-        f = f.severity(severity(profiling_hit, code));
-        f
+        f.severity(severity)
     }
 }

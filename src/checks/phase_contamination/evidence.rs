@@ -41,25 +41,6 @@ pub struct Evidence {
     pub double: Option<(u64, String)>,
 }
 
-impl Evidence {
-    /// Whether warmup observations inside the profiling delta can account
-    /// for a profiling excess of `d`.
-    pub fn absorbed_explains(&self, d: f64) -> bool {
-        match &self.absorbed {
-            Some((n, _)) => d <= *n as f64,
-            None => self
-                .warmup_total
-                .is_some_and(|w| w > 0.0 && (w - d).abs() < 0.5),
-        }
-    }
-
-    /// Whether profiling observations inside the warmup delta can account
-    /// for a warmup excess of `d`.
-    pub fn double_explains(&self, d: f64) -> bool {
-        self.double.as_ref().is_some_and(|(n, _)| d <= *n as f64)
-    }
-}
-
 /// The earliest and the latest event times of some requests, each sorted.
 type EventTimes = (Vec<u64>, Vec<u64>);
 

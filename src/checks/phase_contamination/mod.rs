@@ -20,6 +20,8 @@
 //! a vLLM run showed TTFT histogram observations of warmup requests in the
 //! profiling export.
 
+mod accounting;
+mod causes;
 mod classify;
 mod compare;
 mod diagnose;
@@ -45,6 +47,8 @@ use crate::model::observers::{
 };
 use crate::stats::{remove_observations, Percentiles, Stat};
 pub use classify::Classification;
+/// One cause of a row's deviation.
+pub type Cause = accounting::Share<Classification>;
 use compare::{localise, Comparison, PartitionCounts};
 use diagnose::Problem;
 use evidence::Evidence;
@@ -68,6 +72,10 @@ crate::define_codes! { "phase_contamination";
         "Warmup counts profiling observations too: they came while the warmup window was open"),
     PHASE_WINDOW_OVERLAP => ("phase-window-overlap", Warning,
         "The warmup window closes after profiling has started (info when every count splits exactly)"),
+    FAILED_REQUEST_OBSERVED => ("failed-request-observed", Info,
+        "The server observed requests that ended without success (cancelled or failed), as its framework does by design"),
+    REQUEST_WITHOUT_RECORD => ("request-without-record", Info,
+        "The server observed requests no record holds: a duration run's requests cut when the grace period ended"),
     UNEXPLAINED_EXCESS => ("unexplained-excess", Error,
         "A phase holds more observations than it had requests, with no matching deficit"),
     UNEXPLAINED_DEFICIT => ("unexplained-deficit", Error,
@@ -147,17 +155,27 @@ pub struct MetricRow {
     pub expected_count: Option<Expected>,
     /// Count in the export; `null` when a series lacks it.
     pub found_count: Option<f64>,
-    /// found - expected (0 inside the range).
+    /// found - the phase's successful requests (`expected_count.min`).
     pub delta: Option<f64>,
-    /// What the count says.
+    /// What the count says: its one cause, `mixed` for several (see
+    /// `causes`), `ok` or `unknown`.
     pub classification: Classification,
+    /// What accounts for `delta`, cause by cause: signed counts that sum to
+    /// it (a remainder no cause can hold is `unexplained_excess` or
+    /// `unexplained_deficit`), each with the lowest and highest it can be
+    /// in any combination that explains both phases, and its evidence.
+    pub causes: Vec<Cause>,
     /// Sum in the export (histograms).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub found_sum: Option<f64>,
     /// Avg in the export (histograms).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub found_avg: Option<f64>,
-    /// Repaired split, when the raw scrapes allow it.
+    /// What the phase's figures are over its own requests as the server
+    /// saw them: repaired from the raw scrapes where they allow, else from
+    /// the accounting for every row a cause moved (`count`, with
+    /// `count_low`/`count_high` when only bounded; `sum`, `sum_low`,
+    /// `sum_high`, null where unknown).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub corrected: Option<Corrected>,
     /// Percentiles estimated from the exported buckets (histograms; the
@@ -472,6 +490,7 @@ fn compare_all(
         .collect();
     let corrections = repairs(ctx, found, &jobs);
     let evidence = Evidence::builder(ctx, server, exp_w);
+    let population = causes::Population::of(ctx);
     let mut problems = Vec::new();
     let mut partitions = Vec::new();
     for ((f, o), corrected) in jobs.iter().zip(corrections) {
@@ -490,6 +509,7 @@ fn compare_all(
             reset: reset_in(ctx, server, o),
             born: born_in(ctx, server, f, o),
             evidence: evidence.of(f, o),
+            population: &population,
         };
         let (rows, problem) = cmp.rows(corrected);
         report.metrics.extend(rows);

@@ -53,6 +53,12 @@ fn baseline_predates(pts: &[Point], first_start: Option<u64>) -> bool {
 pub struct Corrected {
     /// Observations attributed to this phase's requests.
     pub count: u64,
+    /// When the count is only bounded: its lowest...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count_low: Option<u64>,
+    /// ... and its highest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count_high: Option<u64>,
     /// Sum of their values (histograms); point estimate when bounded.
     pub sum: Option<f64>,
     /// Lower bound of the sum.
@@ -446,6 +452,8 @@ impl Split<'_> {
             .flatten();
         Corrected {
             count,
+            count_low: None,
+            count_high: None,
             sum,
             sum_low,
             sum_high,

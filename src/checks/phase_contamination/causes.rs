@@ -1,0 +1,259 @@
+//! The causes one observer's accounting weighs, each bounded by its
+//! evidence ([`super::accounting`] combines them), and the population of
+//! requests the server saw besides the successful records.
+
+use super::accounting::{Term, UNBOUNDED};
+use super::classify::Classification;
+use super::evidence::Evidence;
+use super::Expected;
+use crate::artifacts::records::Phase;
+use crate::checks::Ctx;
+use crate::frameworks::{observes_unsuccessful, Framework, ObservedAt, Observes};
+use crate::model::attribution::Attribution;
+
+/// The requests of one phase the records do not hold as successes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Unsuccessful {
+    /// Error records by (the client received a first token, AIPerf
+    /// cancelled it): `[first_token as usize][cancelled as usize]`.
+    pub records: [[u64; 2]; 2],
+    /// Requests with no record at all: the duration run's requests cut at
+    /// the grace period. `(known, at most)`: the log's count when it says,
+    /// else at most the phase's concurrency (what can be in flight when
+    /// the grace period ends); `None` when the phase cannot hold any.
+    pub without_record: Option<(Option<u64>, u64)>,
+}
+
+/// Both phases' unsuccessful requests (profiling, warmup).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Population(pub [Unsuccessful; 2]);
+
+impl Population {
+    /// From the records, the configuration and the log.
+    pub fn of(ctx: &Ctx) -> Population {
+        let mut pop = Population::default();
+        for r in ctx.records().unwrap_or_default() {
+            if r.is_success() {
+                continue;
+            }
+            let i = usize::from(r.phase == Phase::Warmup);
+            let ft = usize::from(r.first_token_ns().is_some());
+            pop.0[i].records[ft][usize::from(r.was_cancelled)] += 1;
+        }
+        for (i, phase) in [Phase::Profiling, Phase::Warmup].into_iter().enumerate() {
+            pop.0[i].without_record = without_record(ctx, phase);
+        }
+        pop
+    }
+}
+
+/// A phase bounded by duration ends its grace period by cancelling what is
+/// still in flight: those requests are in no artifact but the log.
+fn without_record(ctx: &Ctx, phase: Phase) -> Option<(Option<u64>, u64)> {
+    let m = ctx.model.phase(phase)?;
+    let duration_bound = m.configured_duration_s.is_some() && m.configured_requests.is_none();
+    if !duration_bound {
+        return None;
+    }
+    // The log's phase end counts every cancellation; the recorded ones
+    // (request-cancellation testing) are error records already.
+    let logged = ctx.run.log.as_ref().and_then(|log| {
+        let ends: Vec<_> = log.ends_of(phase.as_str()).collect();
+        if ends.is_empty() {
+            return None;
+        }
+        let cut: u64 = ends
+            .iter()
+            .filter(|e| e.grace_period_timeout)
+            .map(|e| e.cancelled)
+            .sum();
+        Some(cut.saturating_sub(m.cancelled.unwrap_or(0)))
+    });
+    match logged {
+        Some(n) => Some((Some(n), n)),
+        None => Some((None, m.concurrency.unwrap_or(UNBOUNDED as u64))),
+    }
+}
+
+/// What bounds each cause of one observer.
+pub struct Inputs<'a> {
+    /// The metric's framework and observation point.
+    pub framework: Framework,
+    /// When it is observed.
+    pub at: ObservedAt,
+    /// Expected (successful) counts, profiling and warmup.
+    pub expected: [Option<Expected>; 2],
+    /// What the windows, records and scrapes allow at the boundary.
+    pub evidence: &'a Evidence,
+    /// A reset on the observer's endpoint in each phase.
+    pub reset: [bool; 2],
+    /// What series born inside each phase cost it.
+    pub born: [f64; 2],
+    /// The repair from the raw scrapes.
+    pub corrected: Option<&'a Attribution>,
+    /// The requests without success.
+    pub population: &'a Population,
+}
+
+fn term(
+    cause: Classification,
+    effect: [i8; 2],
+    low: u64,
+    high: u64,
+    evidence: String,
+) -> Term<Classification> {
+    let cap = |x: u64| i64::try_from(x).unwrap_or(UNBOUNDED).min(UNBOUNDED);
+    Term {
+        cause,
+        effect,
+        low: cap(low),
+        high: cap(high.max(low)),
+        evidence,
+    }
+}
+
+const PHASES: [(Phase, [i8; 2]); 2] = [(Phase::Profiling, [-1, 0]), (Phase::Warmup, [0, -1])];
+
+impl Inputs<'_> {
+    /// The terms, in the order they take a share when several could: the
+    /// losses with their own findings, the requests without success, then
+    /// the boundary's causes.
+    pub fn terms(&self) -> Vec<Term<Classification>> {
+        use Classification::*;
+        let mut out = Vec::new();
+        for (i, (phase, loss)) in PHASES.into_iter().enumerate() {
+            if self.reset[i] {
+                let why = format!("a counter reset on the endpoint during {phase}");
+                out.push(term(Reset, loss, 0, u64::MAX, why));
+            }
+            if self.born[i] > 0.0 {
+                let n = self.born[i].round() as u64;
+                let why = format!("series first seen inside {phase} lost their first {n}");
+                out.push(term(SeriesCreatedMidPhase, loss, 0, n, why));
+            }
+        }
+        for (i, (phase, _)) in PHASES.into_iter().enumerate() {
+            let gain = if i == 0 { [1, 0] } else { [0, 1] };
+            let u = &self.population.0[i];
+            if let Some((low, high, why)) = self.failed(u, phase) {
+                out.push(term(FailedRequest, gain, low, high, why));
+            }
+            if let Some((low, high, why)) = self.cut(u, phase) {
+                out.push(term(RequestWithoutRecord, gain, low, high, why));
+            }
+        }
+        self.boundary(&mut out);
+        out
+    }
+
+    /// The error records the server may have observed.
+    fn failed(&self, u: &Unsuccessful, phase: Phase) -> Option<(u64, u64, String)> {
+        let total: u64 = u.records.iter().flatten().sum();
+        if total == 0 {
+            return None;
+        }
+        let (mut yes, mut maybe) = (0, 0);
+        for (ft, row) in u.records.iter().enumerate() {
+            for (cancelled, n) in row.iter().enumerate() {
+                match observes_unsuccessful(self.framework, self.at, ft == 1, cancelled == 1) {
+                    Observes::Yes => yes += n,
+                    Observes::Maybe => maybe += n,
+                    Observes::No => {}
+                }
+            }
+        }
+        let cancelled = u.records[0][1] + u.records[1][1];
+        let first = u.records[1][0] + u.records[1][1];
+        let why = format!(
+            "{total} {phase} request(s) ended without success ({cancelled} cancelled, {first} \
+             after a first token); {} observes {yes} certainly and {maybe} maybe at {}",
+            self.framework, self.at
+        );
+        Some((yes, yes + maybe, why))
+    }
+
+    /// The requests cut at the grace period the server may have observed.
+    fn cut(&self, u: &Unsuccessful, phase: Phase) -> Option<(u64, u64, String)> {
+        let (known, at_most) = u.without_record?;
+        // Cut while in flight: a disconnect, which the server sees as an
+        // abort; whether each had its first token no artifact says.
+        let high = match observes_unsuccessful(self.framework, self.at, false, true) {
+            Observes::No => 0,
+            _ => at_most,
+        };
+        let why = match known {
+            Some(n) => format!(
+                "the log says {n} {phase} request(s) were cancelled when the grace period \
+                 ended (no record); {} observes up to {high} of them at {}",
+                self.framework, self.at
+            ),
+            None => format!(
+                "{phase} is bounded by duration: up to {at_most} request(s) in flight when \
+                 its grace period ended are in no artifact (the log, which would count them, \
+                 was not read)"
+            ),
+        };
+        (high > 0 || known.is_some_and(|n| n > 0)).then_some((0, high, why))
+    }
+
+    /// The causes at the warmup/profiling boundary.
+    fn boundary(&self, out: &mut Vec<Term<Classification>>) {
+        use Classification::*;
+        let ev = self.evidence;
+        let [exp_p, exp_w] = self.expected;
+        let Some(exp_w) = exp_w else {
+            // No warmup: nothing crosses.
+            return;
+        };
+        let warmup = exp_w.max;
+        let absorbed = match (&ev.absorbed, &ev.no_split) {
+            (Some((n, baseline)), Some(v)) => Some((
+                *n,
+                format!(
+                    "AIPerf {v} has no warmup split: its profiling baseline {baseline}; the \
+                     {warmup} configured warmup request(s) all finished before profiling \
+                     started, and up to {n} of their observations come after that scrape"
+                ),
+            )),
+            (Some((n, baseline)), None) => Some((
+                *n,
+                format!("AIPerf's profiling baseline {baseline}, and up to {n} warmup observation(s) come after it"),
+            )),
+            (None, _) => ev.warmup_total.map(|w| {
+                (w.round() as u64, "no scrape or timeslice says where AIPerf's profiling \
+                    baseline lies: up to the whole warmup"
+                    .to_string())
+            }),
+        };
+        if let Some((n, why)) = absorbed {
+            out.push(term(WarmupAbsorbed, [1, 0], 0, n, why));
+        }
+        let (before_end, why) = match &ev.double {
+            Some((n, scrape)) => (
+                *n,
+                format!("AIPerf's end-of-warmup scrape {scrape}, after up to {n} profiling observation(s)"),
+            ),
+            None => (
+                exp_p.map_or(0, |e| e.max),
+                "no scrape says when the warmup delta ends".to_string(),
+            ),
+        };
+        out.push(term(CountedInBoth, [0, 1], 0, before_end, why.clone()));
+        out.push(term(ProfilingLostToWarmup, [-1, 1], 0, before_end, why));
+        let placed = self.corrected.map_or(0, |c| c.warmup_late);
+        let why = if placed > 0 {
+            format!("the raw scrapes place {placed} warmup observation(s) after profiling started")
+        } else {
+            "a warmup observation published late (after the end-of-warmup scrape) lands in \
+             profiling: up to the whole warmup"
+                .to_string()
+        };
+        out.push(term(
+            LateWarmupObservation,
+            [1, -1],
+            placed,
+            warmup.max(placed),
+            why,
+        ));
+    }
+}

@@ -1,0 +1,278 @@
+//! The phase check's accounting held to the mock server's ledgers: every
+//! row's causes sum to its deviation (or name the remainder), and on the
+//! accounting fixtures (real AIPerf 0.13.0 runs, `fixtures/accounting/`)
+//! every cause is named and sized as the ledger says and the corrected
+//! counts hold the truth.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use common::*;
+use serde_json::Value;
+
+fn fixture(name: &str) -> PathBuf {
+    root().join("fixtures/accounting").join(name)
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    jsonl(path)
+}
+
+/// Ground truth from a fixture's ledger: per (metric, phase), the
+/// observations the server made for the requests of that phase. A request
+/// with a record takes its record's phase; one without (cut at the end of
+/// a duration run) is a profiling request when it arrived after the first
+/// profiling record started.
+fn truth(name: &str) -> HashMap<(String, String), u64> {
+    let dir = fixture(name);
+    let records = lines(&dir.join("profile_export.jsonl"));
+    let mut phase: HashMap<String, String> = HashMap::new();
+    let mut profiling_start = u64::MAX;
+    for r in &records {
+        let m = &r["metadata"];
+        let p = m["benchmark_phase"]
+            .as_str()
+            .unwrap_or("profiling")
+            .to_string();
+        if p == "profiling" {
+            profiling_start =
+                profiling_start.min(m["request_start_ns"].as_u64().unwrap_or(u64::MAX));
+        }
+        phase.insert(m["x_request_id"].as_str().unwrap_or("").to_string(), p);
+    }
+    let mut out = HashMap::new();
+    for e in lines(&root().join(format!("fixtures/accounting/{name}.ledger.jsonl"))) {
+        if e["event"] != "request" {
+            continue;
+        }
+        let id = e["x_request_id"].as_str().unwrap_or("");
+        let p = phase.get(id).cloned().unwrap_or_else(|| {
+            let start = e["t_start_ns"].as_u64().unwrap_or(0);
+            if start >= profiling_start {
+                "profiling"
+            } else {
+                "warmup"
+            }
+            .to_string()
+        });
+        for o in e["observations"].as_array().into_iter().flatten() {
+            let key = (o["metric"].as_str().unwrap_or("").to_string(), p.clone());
+            *out.entry(key).or_default() += 1;
+        }
+    }
+    out
+}
+
+fn rows(run: &Value) -> &Vec<Value> {
+    run["checks"]["phase_contamination"]["metrics"]
+        .as_array()
+        .expect("metrics")
+}
+
+fn causes(row: &Value) -> Vec<(String, i64)> {
+    row["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .map(|c| {
+            (
+                c["cause"].as_str().unwrap().to_string(),
+                c["count"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Every compared row of every sample and fixture run: the causes' counts
+/// sum to the row's deviation; what no cause holds is named unexplained.
+#[test]
+fn on_every_run_the_causes_sum_to_each_rows_deviation() {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for base in ["sample-artifacts/runs", "fixtures"] {
+        collect_runs(&root().join(base), &mut dirs);
+    }
+    assert!(dirs.len() > 40, "{} runs", dirs.len());
+    let refs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+    let (report, _) = json_report(&refs, &[]);
+    let mut checked = 0;
+    for run in report["runs"].as_array().expect("runs") {
+        let Some(metrics) = run["checks"]["phase_contamination"]["metrics"].as_array() else {
+            continue;
+        };
+        for row in metrics {
+            let Some(delta) = row["delta"].as_f64() else {
+                continue;
+            };
+            let sum: i64 = causes(row).iter().map(|c| c.1).sum();
+            assert_eq!(sum, delta.round() as i64, "{}: {row}", run["path"]);
+            for c in row["causes"].as_array().unwrap() {
+                let (n, lo) = (c["count"].as_i64().unwrap(), c["low"].as_i64().unwrap());
+                assert!(lo <= n, "{c}");
+                if let Some(hi) = c["high"].as_i64() {
+                    assert!(n <= hi, "{c}");
+                }
+            }
+            let class = row["classification"].as_str().unwrap();
+            match causes(row).iter().filter(|c| c.1 != 0).count() {
+                0 => assert_eq!(class, "ok", "{row}"),
+                1 => assert_eq!(class, causes(row)[0].0, "{row}"),
+                _ => assert_eq!(class, "mixed", "{row}"),
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 500, "{checked} rows");
+}
+
+fn collect_runs(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.join("profile_export.jsonl").exists() && p.join("server_metrics_export.json").exists()
+        {
+            out.push(p);
+        } else if p.is_dir() {
+            collect_runs(&p, out);
+        }
+    }
+}
+
+/// Holds every row of a fixture to its ledger: no unexplained cause, the
+/// corrected count (or its bounds) holds the observations the server made
+/// for the phase's requests, and the profiling numbers being right about
+/// what the server saw, the run has no error.
+fn holds_to_the_ledger(name: &str) -> Value {
+    let truth = truth(name);
+    let (report, code) = json_report(&[&fixture(name)], &["--fail-on", "error"]);
+    let run = report["runs"][0].clone();
+    assert_eq!(code, 0, "{name}: {:#}", run["findings"]);
+    for row in rows(&run) {
+        let metric = row["metric"].as_str().unwrap().to_string();
+        let phase = row["phase"].as_str().unwrap().to_string();
+        for (cause, n) in causes(row) {
+            assert!(
+                !cause.starts_with("unexplained"),
+                "{name} {metric} {phase}: {cause} {n}"
+            );
+        }
+        let Some(t) = truth.get(&(metric.clone(), phase.clone())).copied() else {
+            continue;
+        };
+        let c = &row["corrected"];
+        if c.is_null() {
+            // Nothing moved it: the export is the truth.
+            assert_eq!(
+                row["found_count"].as_f64(),
+                Some(t as f64),
+                "{name} {metric} {phase}: {row}"
+            );
+            continue;
+        }
+        let lo = c["count_low"].as_u64().or(c["count"].as_u64()).unwrap();
+        let hi = c["count_high"]
+            .as_u64()
+            .or(c["count"].as_u64())
+            .unwrap_or(u64::MAX);
+        assert!(
+            lo <= t && t <= hi,
+            "{name} {metric} {phase}: truth {t} outside {c}"
+        );
+    }
+    run
+}
+
+fn row<'a>(run: &'a Value, metric: &str, phase: &str) -> &'a Value {
+    rows(run)
+        .iter()
+        .find(|r| r["metric"] == metric && r["phase"] == phase)
+        .expect("row")
+}
+
+/// `--request-cancellation-rate` on vLLM: a request cancelled in decode
+/// had its TTFT observed; one cancelled in prefill did not, and neither
+/// made finished-request statistics. The profiling TTFT row's excess is
+/// exactly the decode-cancelled ones, `failed_request`, info.
+#[test]
+fn cancellations_are_counted_as_vllm_counts_them() {
+    let run = holds_to_the_ledger("cancel-vllm");
+    let ledger = lines(&root().join("fixtures/accounting/cancel-vllm.ledger.jsonl"));
+    let aborted = |stage: &str| {
+        ledger
+            .iter()
+            .filter(|e| e["event"] == "request" && e["aborted"] == stage)
+            .count() as i64
+    };
+    assert!(
+        aborted("decode") > 0 && aborted("prefill") > 0,
+        "both stages exercised"
+    );
+    let ttft = row(&run, "vllm:time_to_first_token_seconds", "profiling");
+    assert_eq!(
+        causes(ttft),
+        vec![("failed_request".to_string(), aborted("decode"))]
+    );
+    // Completion-time families: vLLM makes no statistics for an abort.
+    let e2e = row(&run, "vllm:e2e_request_latency_seconds", "profiling");
+    assert_eq!(e2e["classification"], "ok", "{e2e}");
+    let f = findings(&run, "failed-request-observed");
+    assert!(!f.is_empty() && f.iter().all(|f| f["severity"] == "info"));
+}
+
+/// `--benchmark-duration`: the requests in flight when the grace period
+/// ended are in no record; the log counts them, the server observed their
+/// TTFT in profiling. The row names them `request_without_record` (and the
+/// boundary race's counted-in-both in warmup), corrected to the ledger.
+#[test]
+fn requests_cut_at_the_grace_period_are_accounted_for() {
+    let run = holds_to_the_ledger("duration-grace");
+    let records = lines(&fixture("duration-grace").join("profile_export.jsonl"));
+    let recorded: std::collections::HashSet<&str> = records
+        .iter()
+        .filter_map(|r| r["metadata"]["x_request_id"].as_str())
+        .collect();
+    let ledger = lines(&root().join("fixtures/accounting/duration-grace.ledger.jsonl"));
+    let cut = ledger
+        .iter()
+        .filter(|e| e["event"] == "request")
+        .filter(|e| !recorded.contains(e["x_request_id"].as_str().unwrap_or("")))
+        .filter(|e| {
+            e["observations"].as_array().is_some_and(|o| {
+                o.iter()
+                    .any(|o| o["metric"] == "vllm:time_to_first_token_seconds")
+            })
+        })
+        .count() as i64;
+    assert!(cut > 0, "the run cut requests at the grace period");
+    let ttft = row(&run, "vllm:time_to_first_token_seconds", "profiling");
+    assert_eq!(
+        causes(ttft),
+        vec![("request_without_record".to_string(), cut)],
+        "{ttft}"
+    );
+    assert!(findings(&run, "unexplained-excess").is_empty());
+    // Without the log the count is only bounded by the concurrency: the
+    // accounting still closes, nothing unexplained.
+    let (_t, dir) = copy_fixture("duration-grace");
+    std::fs::remove_dir_all(dir.join("logs")).expect("rm logs");
+    let (report, _) = json_report(&[&dir], &[]);
+    let ttft = row(
+        &report["runs"][0],
+        "vllm:time_to_first_token_seconds",
+        "profiling",
+    );
+    assert!(
+        causes(ttft).iter().all(|c| !c.0.starts_with("unexplained")),
+        "{ttft}"
+    );
+}
+
+fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().expect("tempdir");
+    let dst = t.path().join(name);
+    copy_dir(&fixture(name), &dst);
+    (t, dst)
+}
