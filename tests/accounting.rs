@@ -270,6 +270,49 @@ fn requests_cut_at_the_grace_period_are_accounted_for() {
     );
 }
 
+/// The server's profiling prompt tokens beyond the successful records' are
+/// exactly those the ledger shows it counted for requests without success,
+/// and the prompt-token finding says so as info.
+#[test]
+fn prompt_tokens_of_unsuccessful_requests_explain_the_counter() {
+    for name in ["cancel-vllm", "duration-grace"] {
+        let dir = fixture(name);
+        let records = lines(&dir.join("profile_export.jsonl"));
+        let ok: std::collections::HashSet<&str> = records
+            .iter()
+            .filter(|r| r["error"].is_null())
+            .filter_map(|r| r["metadata"]["x_request_id"].as_str())
+            .collect();
+        let warmup: std::collections::HashSet<&str> = records
+            .iter()
+            .filter(|r| r["metadata"]["benchmark_phase"] == "warmup")
+            .filter_map(|r| r["metadata"]["x_request_id"].as_str())
+            .collect();
+        let ledger = lines(&root().join(format!("fixtures/accounting/{name}.ledger.jsonl")));
+        let counted: f64 = ledger
+            .iter()
+            .filter(|e| e["event"] == "request")
+            .filter(|e| {
+                let id = e["x_request_id"].as_str().unwrap_or("");
+                !ok.contains(id) && !warmup.contains(id)
+            })
+            .flat_map(|e| e["observations"].as_array().cloned().unwrap_or_default())
+            .filter(|o| o["metric"] == "vllm:prompt_tokens")
+            .map(|o| o["value"].as_f64().unwrap_or(0.0))
+            .sum();
+        assert!(counted > 0.0, "{name}: the server counted some");
+        let (report, _) = json_report(&[&dir], &[]);
+        let f = findings(&report["runs"][0], "prompt-token-mismatch");
+        assert_eq!(f.len(), 1, "{name}");
+        assert_eq!(f[0]["severity"], "info", "{name}: {}", f[0]["message"]);
+        let diff = f[0]["effect"]
+            .as_array()
+            .and_then(|e| e.iter().find(|e| e["quantity"] == "difference"))
+            .and_then(|e| e["value"].as_f64());
+        assert_eq!(diff, Some(counted), "{name}");
+    }
+}
+
 fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
     let t = tempfile::tempdir().expect("tempdir");
     let dst = t.path().join(name);

@@ -46,12 +46,31 @@ pub struct PhaseModel {
     pub errors: Option<u64>,
     /// Records AIPerf cancelled.
     pub cancelled: Option<u64>,
+    /// Requests of the phase no record holds ([`Unrecorded`]); `None`
+    /// when the phase cannot have any (it is not bounded by duration).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unrecorded: Option<Unrecorded>,
     /// Earliest request start and latest request end over the records (ns).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub records_window_ns: Option<(u64, u64)>,
     /// The phase window from `server_metrics_export.json` (ns).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_window_ns: Option<(u64, u64)>,
+}
+
+/// A duration-bound phase's requests in no record: those still in flight
+/// when its grace period ended, which AIPerf cancels and writes to no
+/// artifact but `logs/aiperf.log` (no record, no error record, nothing in
+/// `error_summary` or `phase_manifest.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Unrecorded {
+    /// How many, when the log says (its phase-end line's `cancelled`, less
+    /// the cancelled records, which are request-cancellation testing).
+    pub logged: Option<u64>,
+    /// At most how many: the logged count, else the phase's concurrency
+    /// (what can be in flight when the grace period ends); `u64::MAX` when
+    /// neither is known.
+    pub at_most: u64,
 }
 
 /// The model of one run.
@@ -244,12 +263,36 @@ fn phase_model(
         p.cancelled = Some(canc);
         p.records_window_ns = window;
     }
+    p.unrecorded = unrecorded(run, kind, &p);
     p.server_window_ns = run
         .server
         .as_ref()
         .and_then(|s| s.window(name))
         .map(|w| (w.start_ns, w.end_ns));
     p
+}
+
+/// The requests of a duration-bound phase no record holds.
+fn unrecorded(run: &RunArtifacts, kind: Phase, p: &PhaseModel) -> Option<Unrecorded> {
+    if p.configured_duration_s.is_none() || p.configured_requests.is_some() {
+        return None;
+    }
+    let logged = run.log.as_ref().and_then(|log| {
+        let ends: Vec<_> = log.ends_of(kind.as_str()).collect();
+        if ends.is_empty() {
+            return None;
+        }
+        let cut: u64 = ends
+            .iter()
+            .filter(|e| e.grace_period_timeout)
+            .map(|e| e.cancelled)
+            .sum();
+        Some(cut.saturating_sub(p.cancelled.unwrap_or(0)))
+    });
+    Some(Unrecorded {
+        logged,
+        at_most: logged.or(p.concurrency).unwrap_or(u64::MAX),
+    })
 }
 
 /// Records of one phase.

@@ -109,6 +109,7 @@ record_metrics! {
     HttpReqConnecting => http_req_connecting,
     HttpReqConnectionReused => http_req_connection_reused,
     HttpReqConnectionOverhead => http_req_connection_overhead,
+    ErrorIsl => error_isl,
 }
 
 const N_METRICS: usize = Metric::ALL.len();

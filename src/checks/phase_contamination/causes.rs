@@ -17,10 +17,8 @@ pub struct Unsuccessful {
     /// Error records by (the client received a first token, AIPerf
     /// cancelled it): `[first_token as usize][cancelled as usize]`.
     pub records: [[u64; 2]; 2],
-    /// Requests with no record at all: the duration run's requests cut at
-    /// the grace period. `(known, at most)`: the log's count when it says,
-    /// else at most the phase's concurrency (what can be in flight when
-    /// the grace period ends); `None` when the phase cannot hold any.
+    /// Requests with no record at all (`model::Unrecorded`): `(the log's
+    /// count, at most)`; `None` when the phase cannot hold any.
     pub without_record: Option<(Option<u64>, u64)>,
 }
 
@@ -41,37 +39,13 @@ impl Population {
             pop.0[i].records[ft][usize::from(r.was_cancelled)] += 1;
         }
         for (i, phase) in [Phase::Profiling, Phase::Warmup].into_iter().enumerate() {
-            pop.0[i].without_record = without_record(ctx, phase);
+            pop.0[i].without_record = ctx
+                .model
+                .phase(phase)
+                .and_then(|m| m.unrecorded)
+                .map(|u| (u.logged, u.at_most));
         }
         pop
-    }
-}
-
-/// A phase bounded by duration ends its grace period by cancelling what is
-/// still in flight: those requests are in no artifact but the log.
-fn without_record(ctx: &Ctx, phase: Phase) -> Option<(Option<u64>, u64)> {
-    let m = ctx.model.phase(phase)?;
-    let duration_bound = m.configured_duration_s.is_some() && m.configured_requests.is_none();
-    if !duration_bound {
-        return None;
-    }
-    // The log's phase end counts every cancellation; the recorded ones
-    // (request-cancellation testing) are error records already.
-    let logged = ctx.run.log.as_ref().and_then(|log| {
-        let ends: Vec<_> = log.ends_of(phase.as_str()).collect();
-        if ends.is_empty() {
-            return None;
-        }
-        let cut: u64 = ends
-            .iter()
-            .filter(|e| e.grace_period_timeout)
-            .map(|e| e.cancelled)
-            .sum();
-        Some(cut.saturating_sub(m.cancelled.unwrap_or(0)))
-    });
-    match logged {
-        Some(n) => Some((Some(n), n)),
-        None => Some((None, m.concurrency.unwrap_or(UNBOUNDED as u64))),
     }
 }
 

@@ -206,6 +206,58 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
     }
 }
 
+/// The most prompt tokens the profiling requests that ended without success
+/// can have given the server: each error record's `error_isl` (else its
+/// `usage_prompt_tokens`), and each request cut at the grace period at most
+/// the largest prompt of the phase's records (AIPerf draws every prompt of
+/// a run from one distribution); with the words that say so. `None` when
+/// there are none, or one's prompt is unknown.
+fn unsuccessful_prompt_tokens(ctx: &Ctx, records: &[Record]) -> Option<(f64, String)> {
+    use crate::artifacts::records::{Metric, Phase};
+    let mine = || records.iter().filter(|r| r.phase == Phase::Profiling);
+    let prompt = |r: &Record| {
+        r.values
+            .get(Metric::ErrorIsl)
+            .or(r.values.get(Metric::UsagePromptTokens))
+            .or(r.values.get(Metric::InputSequenceLength))
+    };
+    let failed: Vec<&Record> = mine().filter(|r| !r.is_success()).collect();
+    let failed_tokens: Option<f64> = failed.iter().map(|r| prompt(r)).sum();
+    let cut = ctx
+        .model
+        .profiling
+        .unrecorded
+        .map_or(0, |u| u.logged.unwrap_or(u.at_most));
+    if failed.is_empty() && cut == 0 {
+        return None;
+    }
+    let largest = mine().filter_map(prompt).fold(0.0, f64::max);
+    let bound = failed_tokens? + cut as f64 * largest;
+    let mut parts = Vec::new();
+    if !failed.is_empty() {
+        parts.push(format!(
+            "{} request(s) that ended without success hold {:.0} prompt tokens",
+            failed.len(),
+            failed_tokens?
+        ));
+    }
+    if cut > 0 {
+        parts.push(format!(
+            "{cut} request(s) cut when the grace period ended (no record) at most {largest:.0} \
+         each"
+        ));
+    }
+    Some((
+        bound,
+        format!(
+            "the excess is within what the server counts for requests the records do not hold \
+         as successes ({}: up to {bound:.0} tokens; vLLM counts a request's prompt tokens \
+         at its first token)",
+            parts.join(", ")
+        ),
+    ))
+}
+
 /// The boundary requests whose prompt tokens make `diff`, between the
 /// server's phase windows.
 fn crossing<'r>(ctx: &Ctx, records: &'r [Record], diff: f64) -> Option<boundary::Crossing<'r>> {
@@ -348,27 +400,35 @@ impl Pass<'_> {
             counter_cause.as_deref(),
             diff,
         );
+        // Requests that ended without success, which the server may have
+        // counted (vLLM counts prompt tokens at the first token).
+        let unsuccessful = (counter_cause.is_none() && crossing.is_none() && diff > 0.0)
+            .then(|| unsuccessful_prompt_tokens(self.ctx, self.records))
+            .flatten()
+            .filter(|(bound, _)| diff <= bound + 0.5);
         self.explanations.push(format!(
             "server prompt tokens over profiling are {sp:.0}, the clients' \
              sum(usage_prompt_tokens) is {client_prompt:.0}: a difference of {diff:+.0}{attribution}"
         ));
-        self.findings.push(
-            Finding::new(
-                PROMPT_TOKEN_MISMATCH,
-                format!(
-                    "server counted {sp:.0} prompt tokens in profiling, the clients \
+        let mut mismatch = Finding::new(
+            PROMPT_TOKEN_MISMATCH,
+            format!(
+                "server counted {sp:.0} prompt tokens in profiling, the clients \
                      {client_prompt:.0} ({diff:+.0}){attribution}"
-                ),
-            )
-            .file(server_metrics::FILE)
-            .expected_found(client_prompt, sp)
-            .effect("difference", diff, Unit::Tokens)
-            .effect(
-                "difference_pct",
-                diff / client_prompt * 100.0,
-                Unit::Percent,
             ),
+        )
+        .file(server_metrics::FILE)
+        .expected_found(client_prompt, sp)
+        .effect("difference", diff, Unit::Tokens)
+        .effect(
+            "difference_pct",
+            diff / client_prompt * 100.0,
+            Unit::Percent,
         );
+        if let Some((_, why)) = &unsuccessful {
+            mismatch = mismatch.harmless(why);
+        }
+        self.findings.push(mismatch);
         let (Some(c), Some(h)) = (&crossing, self.headline().filter(|h| !h.gauge)) else {
             return (difference, None);
         };
