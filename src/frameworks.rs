@@ -480,3 +480,17 @@ pub fn observes_unsuccessful(
         _ => Observes::Maybe,
     }
 }
+
+/// When an endpoint of `role` makes an observation the table places at
+/// `at`: a disaggregated deployment's prefill worker finishes its request
+/// when it hands the KV cache to the decode worker, at about the client's
+/// first token, so its completion-time observations (e2e, queue, prefill
+/// and inference time, request_success ...) are made then, not when the
+/// client's request completes. Every other endpoint observes as the table
+/// says.
+pub fn observed_on(at: ObservedAt, role: Option<&str>) -> ObservedAt {
+    match (at, role) {
+        (ObservedAt::Completion, Some("prefill")) => ObservedAt::FirstToken,
+        _ => at,
+    }
+}

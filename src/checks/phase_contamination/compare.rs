@@ -11,6 +11,7 @@ use super::evidence::Evidence;
 use super::{Cause, Expected, Found, MetricRow, PercentileBounds};
 use crate::artifacts::records::Phase;
 use crate::artifacts::server_metrics::{Family, MetricType, Series};
+use crate::frameworks::ObservedAt;
 use crate::model::attribution::{Attribution, Corrected, Exactness};
 use crate::model::observers::{Labels, Observer};
 use crate::stats::{merge_buckets, Percentiles};
@@ -34,6 +35,8 @@ pub struct Comparison<'a> {
     pub evidence: Evidence,
     /// The requests the records do not hold as successes.
     pub population: &'a Population,
+    /// When the observer's endpoint observes the metric.
+    pub at: ObservedAt,
 }
 
 /// Whether a cause moves observations of one phase into the other's
@@ -155,7 +158,7 @@ impl Comparison<'_> {
         let (dp, dw) = (deviation(exp_p, found_p), deviation(exp_w, found_w));
         let inputs = Inputs {
             framework: f.def.framework,
-            at: f.def.observed_at,
+            at: self.at,
             expected: self.expected,
             evidence: &self.evidence,
             reset: self.reset,
@@ -223,7 +226,7 @@ impl Comparison<'_> {
         let profiling_row = rows.iter().find(|r| r.phase == Phase::Profiling);
         let problem = Problem {
             metric: f.name.clone(),
-            observed_at: f.def.observed_at,
+            observed_at: self.at,
             endpoint: self.observer.endpoint.clone(),
             role: self.role.map(str::to_string),
             series: self.observer.key.clone(),
@@ -288,7 +291,7 @@ impl Comparison<'_> {
         MetricRow {
             metric: self.found.name.clone(),
             framework: self.found.def.framework,
-            observed_at: self.found.def.observed_at,
+            observed_at: self.at,
             endpoint: self
                 .observer
                 .endpoint

@@ -128,6 +128,18 @@ fn share_text(c: &Cause) -> String {
 }
 
 impl Problem {
+    /// Whether one cause moved its counts.
+    pub fn single_cause(&self) -> bool {
+        let mut moved = self
+            .causes
+            .iter()
+            .flatten()
+            .filter(|c| c.count != 0)
+            .map(|c| c.cause);
+        let first = moved.next();
+        first.is_some() && moved.all(|c| Some(c) == first)
+    }
+
     /// The findings this mismatch makes: one per cause, with its size and
     /// the whole accounting.
     pub fn findings(&self, control: Option<&str>, w: &Windows) -> Vec<Finding> {

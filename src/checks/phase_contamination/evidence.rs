@@ -149,12 +149,11 @@ impl Builder<'_> {
     }
 
     /// The evidence of one observer of `f`.
-    pub fn of(&self, f: &Found, o: &Observer) -> Evidence {
+    pub fn of(&self, f: &Found, o: &Observer, at: ObservedAt) -> Evidence {
         let Some(p) = self.server.window("profiling") else {
             return Evidence::default();
         };
         let scrapes = self.scrapes_of(o);
-        let at = f.def.observed_at;
         Evidence {
             warmup_total: self.exp_w.map(|e| e.min as f64),
             no_split: self.unrecorded_warmup.clone(),

@@ -39,7 +39,9 @@ use super::{Check, CheckOutput, CheckReport, CheckStatus, Ctx, Detail};
 use crate::artifacts::records::Phase;
 use crate::artifacts::server_metrics::{self, lookup, Family, MetricType};
 use crate::findings::Finding;
-use crate::frameworks::{canonical, Framework, ObservedAt, RequestScoped, REQUEST_SCOPED};
+use crate::frameworks::{
+    canonical, observed_on, Framework, ObservedAt, RequestScoped, REQUEST_SCOPED,
+};
 pub use crate::model::attribution::Corrected;
 use crate::model::attribution::{self, Attribution, Candidate};
 use crate::model::observers::{
@@ -135,7 +137,8 @@ pub struct MetricRow {
     pub metric: String,
     /// Serving framework of the table entry.
     pub framework: Framework,
-    /// When the server observes it.
+    /// When the observer's endpoint observes it (a prefill worker's
+    /// completion-time metrics at the first token).
     pub observed_at: ObservedAt,
     /// The observer's endpoint URL, or `all` when it sums several
     /// endpoints that split the requests between them.
@@ -441,9 +444,13 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
     let control = report.control_metric.as_deref();
     let (problems, partitions) = problems;
     for (mut p, counts) in problems {
+        // The partition whose net counts differ from the control's names
+        // the series of a single cause; with several, their nets can
+        // cancel on one partition and show on another, so none is named.
         p.partition = partitions
             .iter()
             .filter(|c| Some(c.metric.as_str()) == control)
+            .filter(|_| p.single_cause())
             .find_map(|c| localise(&counts, c));
         findings.extend(p.findings(control, &report.windows));
     }
@@ -488,18 +495,26 @@ fn compare_all(
         .zip(readings)
         .flat_map(|(f, r)| r.busy.iter().map(move |o| (f, o)))
         .collect();
-    let corrections = repairs(ctx, found, &jobs);
+    let role_of = |o: &Observer| {
+        o.endpoint
+            .as_deref()
+            .and_then(|e| ctx.model.endpoint_roles.get(e))
+            .map(String::as_str)
+    };
+    // Each observer's own observation point (a prefill worker completes at
+    // the first token).
+    let points: Vec<ObservedAt> = jobs
+        .iter()
+        .map(|(f, o)| observed_on(f.def.observed_at, role_of(o)))
+        .collect();
+    let corrections = repairs(ctx, &jobs, &points);
     let evidence = Evidence::builder(ctx, server, exp_w);
     let population = causes::Population::of(ctx);
     let mut problems = Vec::new();
     let mut partitions = Vec::new();
-    for ((f, o), corrected) in jobs.iter().zip(corrections) {
+    for (((f, o), corrected), at) in jobs.iter().zip(corrections).zip(points) {
         report.repaired_from_raw_scrapes |= corrected.is_some();
-        let role = o
-            .endpoint
-            .as_deref()
-            .and_then(|e| ctx.model.endpoint_roles.get(e))
-            .map(String::as_str);
+        let role = role_of(o);
         let cmp = Comparison {
             found: f,
             observer: o,
@@ -508,7 +523,8 @@ fn compare_all(
             expected: [exp_p, exp_w],
             reset: reset_in(ctx, server, o),
             born: born_in(ctx, server, f, o),
-            evidence: evidence.of(f, o),
+            evidence: evidence.of(f, o, at),
+            at,
             population: &population,
         };
         let (rows, problem) = cmp.rows(corrected);
@@ -578,13 +594,17 @@ fn born_in(
 /// scrapes or records, an observer summed over several endpoints, too few
 /// scrapes, a reset). Candidates depend only on when a metric is observed:
 /// built once per kind, not once per metric.
-fn repairs(ctx: &Ctx, found: &[Found], jobs: &[(&Found, &Observer)]) -> Vec<Option<Attribution>> {
+fn repairs(
+    ctx: &Ctx,
+    jobs: &[(&Found, &Observer)],
+    points: &[ObservedAt],
+) -> Vec<Option<Attribution>> {
     let inputs = ctx.run.scrapes.as_ref().zip(ctx.records());
     let Some((sc, rs)) = inputs else {
         return vec![None; jobs.len()];
     };
     let slack_ns = (ctx.settings.phase.match_slack_ms * 1e6) as u64;
-    let mut kinds: Vec<ObservedAt> = found.iter().map(|f| f.def.observed_at).collect();
+    let mut kinds: Vec<ObservedAt> = points.to_vec();
     kinds.sort_unstable();
     kinds.dedup();
     // A version that writes no warmup records: its configured warmup
@@ -613,9 +633,10 @@ fn repairs(ctx: &Ctx, found: &[Found], jobs: &[(&Found, &Observer)]) -> Vec<Opti
     }
     let first_start = ctx.model.first_request_start_ns();
     jobs.par_iter()
-        .map(|(f, o)| {
+        .zip(points)
+        .map(|((f, o), at)| {
             let ep = o.endpoint.as_deref()?;
-            let cands = &prepared.iter().find(|p| p.0 == f.def.observed_at)?.1;
+            let cands = &prepared.iter().find(|p| p.0 == *at)?.1;
             let pts = attribution::cumulative(sc, ep, &f.name, |labels| o.contains(ep, labels));
             attribution::by_observation(&pts, first_start, cands, slack_ns, profiling_start)
         })
