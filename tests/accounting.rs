@@ -407,6 +407,52 @@ fn a_late_observation_and_the_boundary_race_are_both_named() {
     assert_eq!(named[0]["severity"], "error");
 }
 
+/// Scrapes answered out of order across the boundary: AIPerf's profiling
+/// baseline is a scrape the server answered 400 ms late, holding an older
+/// state than the scrapes stored before it, so profiling counts the warmup
+/// observations made after that state: `out_of_order_baseline`, sized as
+/// the ledger says, beside the boundary race's counted-in-both in warmup.
+#[test]
+fn an_out_of_order_baseline_is_named_and_sized() {
+    let run = holds_to_the_ledger("vllm-out-of-order-boundary", false);
+    let ledger = lines(&root().join("fixtures/accounting/vllm-out-of-order-boundary.ledger.jsonl"));
+    assert!(ledger.iter().any(|e| e["event"] == "delayed_scrape"));
+    let truth = truth("vllm-out-of-order-boundary");
+    for metric in [
+        "vllm:time_to_first_token_seconds",
+        "vllm:e2e_request_latency_seconds",
+    ] {
+        let p = row(&run, metric, "profiling");
+        let excess = p["found_count"].as_f64().unwrap() as i64 - truth[&key(p)] as i64;
+        assert!(excess > 0, "{p}");
+        assert_eq!(
+            causes(p),
+            vec![("out_of_order_baseline".to_string(), excess)],
+            "{p}"
+        );
+    }
+    assert!(!findings(&run, "out-of-order-baseline").is_empty());
+    assert!(findings(&run, "warmup-absorbed").is_empty());
+}
+
+/// A restart during profiling on a 2-engine vLLM: every request-scoped row
+/// of profiling names the reset (with the boundary race beside it where it
+/// showed), corrected to the profiling requests the server observed.
+#[test]
+fn a_restart_is_accounted_for_per_metric() {
+    let run = holds_to_the_ledger("vllm-dp-restart", false);
+    assert_eq!(findings(&run, "counter-reset").len(), 1);
+    let ledger = lines(&root().join("fixtures/accounting/vllm-dp-restart.ledger.jsonl"));
+    assert!(ledger.iter().any(|e| e["event"] == "restart"));
+    for r in rows(&run).iter().filter(|r| r["phase"] == "profiling") {
+        assert!(causes(r).iter().any(|c| c.0 == "reset" && c.1 < 0), "{r}");
+        assert!(
+            r["corrected"]["sum_high"].is_null(),
+            "lost values are unbounded: {r}"
+        );
+    }
+}
+
 fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
     let t = tempfile::tempdir().expect("tempdir");
     let dst = t.path().join(name);

@@ -284,7 +284,7 @@ fn junit_has_a_testcase_per_claim() {
 fn a_scoped_ignore_silences_one_metric_and_not_another() {
     let run = run_dir("prefix-cache-boundary");
     let count = |report: &Value| {
-        findings(&report["runs"][0], "warmup-absorbed")
+        findings(&report["runs"][0], "out-of-order-baseline")
             .iter()
             .map(|f| f["metric"].as_str().unwrap_or("").to_string())
             .collect::<Vec<String>>()
@@ -297,7 +297,7 @@ fn a_scoped_ignore_silences_one_metric_and_not_another() {
     let cfg = t.path().join("artifact-check.toml");
     fs::write(
         &cfg,
-        "[[scoped-ignore]]\ncode = \"warmup-absorbed\"\nmetric = \"vllm:time_to_first_token_seconds\"\n\
+        "[[scoped-ignore]]\ncode = \"out-of-order-baseline\"\nmetric = \"vllm:time_to_first_token_seconds\"\n\
          reason = \"TTFT is taken from the clients in our reports\"\n",
     )
     .expect("write");
@@ -308,16 +308,16 @@ fn a_scoped_ignore_silences_one_metric_and_not_another() {
     // A run glob: only the runs it matches.
     fs::write(
         &cfg,
-        "[[scoped-ignore]]\ncode = \"warmup-absorbed\"\nrun = \"*/prefix-cache-*\"\nreason = \"known\"\n",
+        "[[scoped-ignore]]\ncode = \"out-of-order-baseline\"\nrun = \"*/prefix-cache-*\"\nreason = \"known\"\n",
     )
     .expect("write");
     let other = run_dir("vllm-dp");
     let (after, _) = json_report(&[&run, &other], &["--config", cfg.to_str().expect("utf8")]);
-    assert!(findings(&after["runs"][0], "warmup-absorbed").is_empty());
+    assert!(findings(&after["runs"][0], "out-of-order-baseline").is_empty());
     // Without a reason, or without a scope: a configuration error.
     for body in [
-        "[[scoped-ignore]]\ncode = \"warmup-absorbed\"\nmetric = \"x\"\n",
-        "[[scoped-ignore]]\ncode = \"warmup-absorbed\"\nreason = \"r\"\n",
+        "[[scoped-ignore]]\ncode = \"out-of-order-baseline\"\nmetric = \"x\"\n",
+        "[[scoped-ignore]]\ncode = \"out-of-order-baseline\"\nreason = \"r\"\n",
     ] {
         fs::write(&cfg, body).expect("write");
         let (_, err, code) = cli(&[

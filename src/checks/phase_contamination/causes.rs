@@ -200,7 +200,20 @@ impl Inputs<'_> {
             }),
         };
         if let Some((n, why)) = absorbed {
-            out.push(term(WarmupAbsorbed, [1, 0], 0, n, why));
+            // The same movement, when the baseline's state is older than
+            // AIPerf's order says: its answer came after a later-sent one.
+            let (cause, why) = if ev.baseline_out_of_order {
+                (
+                    OutOfOrderBaseline,
+                    format!(
+                        "{why}; that scrape was answered after one sent later, so its state \
+                         is older than the scrapes stored before it"
+                    ),
+                )
+            } else {
+                (WarmupAbsorbed, why)
+            };
+            out.push(term(cause, [1, 0], 0, n, why));
         }
         let (before_end, why) = match &ev.double {
             Some((n, scrape)) => (

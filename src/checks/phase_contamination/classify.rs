@@ -16,6 +16,11 @@ closed_set! {
         /// Profiling over, warmup exact: AIPerf's profiling baseline scrape
         /// predates warmup observations, so profiling counts them too.
         WarmupAbsorbed => "warmup_absorbed",
+        /// As `warmup_absorbed`, with AIPerf's profiling baseline a scrape
+        /// answered out of order: its state is older than the scrapes
+        /// stored before it, so the profiling delta reaches back into
+        /// warmup.
+        OutOfOrderBaseline => "out_of_order_baseline",
         /// Warmup over, profiling exact: profiling observations made while
         /// the warmup window was still open were counted in both phases.
         CountedInBoth => "counted_in_both",

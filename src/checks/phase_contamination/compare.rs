@@ -50,6 +50,7 @@ pub fn contaminates(c: Classification) -> bool {
         LateWarmupObservation
             | ProfilingLostToWarmup
             | WarmupAbsorbed
+            | OutOfOrderBaseline
             | CountedInBoth
             | UnexplainedExcess
             | UnexplainedDeficit

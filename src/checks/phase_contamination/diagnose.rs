@@ -4,8 +4,8 @@
 use super::classify::Classification;
 use super::{
     Cause, Expected, Windows, COUNTED_IN_BOTH, FAILED_REQUEST_OBSERVED, LATE_WARMUP_OBSERVATION,
-    PROFILING_LOST_TO_WARMUP, REQUEST_WITHOUT_RECORD, UNEXPLAINED_DEFICIT, UNEXPLAINED_EXCESS,
-    WARMUP_ABSORBED,
+    OUT_OF_ORDER_BASELINE, PROFILING_LOST_TO_WARMUP, REQUEST_WITHOUT_RECORD, UNEXPLAINED_DEFICIT,
+    UNEXPLAINED_EXCESS, WARMUP_ABSORBED,
 };
 use crate::artifacts::records::Phase;
 use crate::artifacts::server_metrics;
@@ -107,6 +107,7 @@ fn code_of(c: Classification) -> Option<Code> {
         LateWarmupObservation => LATE_WARMUP_OBSERVATION,
         ProfilingLostToWarmup => PROFILING_LOST_TO_WARMUP,
         WarmupAbsorbed => WARMUP_ABSORBED,
+        OutOfOrderBaseline => OUT_OF_ORDER_BASELINE,
         CountedInBoth => COUNTED_IN_BOTH,
         FailedRequest => FAILED_REQUEST_OBSERVED,
         RequestWithoutRecord => REQUEST_WITHOUT_RECORD,
@@ -209,7 +210,7 @@ impl Problem {
                      end-of-warmup scrape and counted in warmup{why}"
                 )
             }
-            WarmupAbsorbed => format!(
+            WarmupAbsorbed | OutOfOrderBaseline => format!(
                 "profiling counts {k} warmup observation(s) too (observed at {at}): {evidence}"
             ),
             CountedInBoth => format!(

@@ -39,6 +39,11 @@ pub struct Evidence {
     /// At most how many profiling observations fall before AIPerf's
     /// end-of-warmup scrape, and which scrape (words).
     pub double: Option<(u64, String)>,
+    /// Whether AIPerf's profiling baseline scrape was answered out of order
+    /// (a scrape sent after it was answered before it): its state is older
+    /// than the scrapes stored before it, so the profiling delta reaches
+    /// further back than AIPerf's order says.
+    pub baseline_out_of_order: bool,
 }
 
 /// The earliest and the latest event times of some requests, each sorted.
@@ -73,6 +78,33 @@ fn event(r: &Record, at: ObservedAt) -> (u64, u64) {
         ObservedAt::FirstToken => (first, first),
         ObservedAt::Completion => (r.request_end_ns, r.request_end_ns),
     }
+}
+
+/// The earliest a scrape's state can be: its request was sent then (a
+/// server answering late, out of order, took its snapshot in between).
+fn earliest_state(s: &Scrape, state: u64) -> u64 {
+    s.request_sent_ns.map_or(state, |sent| sent.min(state))
+}
+
+/// The latest a scrape's state can be: its answer arrived then.
+fn latest_state(s: &Scrape, state: u64) -> u64 {
+    state.max(s.timestamp_ns)
+}
+
+/// Whether the scrape at `line` was answered after a scrape sent after it.
+fn answered_out_of_order(scrapes: Option<&[(&Scrape, u64)]>, line: u64) -> bool {
+    let Some(list) = scrapes else {
+        return false;
+    };
+    let Some((me, _)) = list.iter().find(|(s, _)| s.line == line) else {
+        return false;
+    };
+    let Some(sent) = me.request_sent_ns else {
+        return false;
+    };
+    list.iter().any(|(s, _)| {
+        s.request_sent_ns.is_some_and(|x| x > sent) && s.timestamp_ns < me.timestamp_ns
+    })
 }
 
 fn ms(a: u64, b: u64) -> f64 {
@@ -157,6 +189,9 @@ impl Builder<'_> {
         Evidence {
             warmup_total: self.exp_w.map(|e| e.min as f64),
             no_split: self.unrecorded_warmup.clone(),
+            baseline_out_of_order: self
+                .baseline(p.start_ns, scrapes.as_deref())
+                .is_some_and(|(line, _)| answered_out_of_order(scrapes.as_deref(), line)),
             absorbed: self.absorbed(f, o, at, p.start_ns, scrapes.as_deref()),
             double: self
                 .server
@@ -169,7 +204,9 @@ impl Builder<'_> {
     /// raw scrapes carry AIPerf's phase tags (0.12 on), the baseline is
     /// AIPerf's own: the scrape stored just before the first one tagged
     /// profiling; otherwise the last scrape answered before profiling
-    /// started (AIPerf's rule without tags), else the first timeslice.
+    /// started (AIPerf's rule without tags), else the first timeslice. Its
+    /// state is taken at the earliest it can be (when its request was sent:
+    /// a late answer can hold an older state than scrapes stored before it).
     fn absorbed(
         &self,
         f: &Found,
@@ -178,24 +215,7 @@ impl Builder<'_> {
         ps: u64,
         scrapes: Option<&[(&Scrape, u64)]>,
     ) -> Option<(u64, String)> {
-        let baseline = scrapes.and_then(|list| {
-            let first_tagged = (list.iter())
-                .filter(|(s, _)| s.phase == ScrapePhase::Profiling)
-                .map(|(s, _)| s.line)
-                .min();
-            match first_tagged {
-                // Stored just before it: the latest line before its line.
-                Some(tagged) => (list.iter())
-                    .filter(|(s, _)| s.line < tagged)
-                    .max_by_key(|(s, _)| s.line)
-                    .map(|(s, t)| (s.line, *t)),
-                None => list
-                    .iter()
-                    .filter(|(s, _)| s.timestamp_ns < ps)
-                    .max_by_key(|(s, _)| s.timestamp_ns)
-                    .map(|(s, t)| (s.line, *t)),
-            }
-        });
+        let baseline = self.baseline(ps, scrapes);
         let first_slice = [f.profiling]
             .into_iter()
             .flatten()
@@ -254,8 +274,33 @@ impl Builder<'_> {
         Some((at - first).max(0.0).round() as u64)
     }
 
+    /// AIPerf's profiling baseline: where the raw scrapes carry AIPerf's
+    /// phase tags, the scrape stored just before the first one tagged
+    /// profiling; otherwise the last answered before profiling started.
+    /// With its line and the earliest its state can be.
+    fn baseline(&self, ps: u64, scrapes: Option<&[(&Scrape, u64)]>) -> Option<(u64, u64)> {
+        let list = scrapes?;
+        let first_tagged = (list.iter())
+            .filter(|(s, _)| s.phase == ScrapePhase::Profiling)
+            .map(|(s, _)| s.line)
+            .min();
+        match first_tagged {
+            // Stored just before it: the latest line before its line.
+            Some(tagged) => (list.iter())
+                .filter(|(s, _)| s.line < tagged)
+                .max_by_key(|(s, _)| s.line)
+                .map(|(s, t)| (s.line, earliest_state(s, *t))),
+            None => list
+                .iter()
+                .filter(|(s, _)| s.timestamp_ns < ps)
+                .max_by_key(|(s, _)| s.timestamp_ns)
+                .map(|(s, t)| (s.line, earliest_state(s, *t))),
+        }
+    }
+
     /// The profiling observations by AIPerf's end-of-warmup scrape: the
-    /// last answered by warmup's end (else the window's end).
+    /// last stored with the warmup tag, else the last answered by warmup's
+    /// end (else the window's end), at the latest its state can be.
     fn double(
         &self,
         at: ObservedAt,
@@ -263,11 +308,20 @@ impl Builder<'_> {
         we: u64,
         scrapes: Option<&[(&Scrape, u64)]>,
     ) -> Option<(u64, String)> {
+        // With phase tags (0.12 on) AIPerf's warmup delta ends at the last
+        // scrape stored with the warmup tag, whenever it was answered.
         let end = scrapes.and_then(|list| {
-            list.iter()
-                .filter(|(s, _)| s.timestamp_ns <= we)
-                .max_by_key(|(s, _)| s.timestamp_ns)
-                .map(|(s, t)| (s.line, *t))
+            let tagged = list
+                .iter()
+                .filter(|(s, _)| s.phase == ScrapePhase::Warmup)
+                .max_by_key(|(s, _)| s.line);
+            tagged
+                .or_else(|| {
+                    list.iter()
+                        .filter(|(s, _)| s.timestamp_ns <= we)
+                        .max_by_key(|(s, _)| s.timestamp_ns)
+                })
+                .map(|(s, t)| (s.line, latest_state(s, *t)))
         });
         let (t, what) = match end {
             Some((line, t)) => (

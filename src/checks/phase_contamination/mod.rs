@@ -70,6 +70,8 @@ crate::define_codes! { "phase_contamination";
         "Profiling observations were counted in warmup (profiling -k, warmup +k)"),
     WARMUP_ABSORBED => ("warmup-absorbed", Error,
         "Profiling counts warmup observations too: AIPerf's profiling baseline predates them"),
+    OUT_OF_ORDER_BASELINE => ("out-of-order-baseline", Error,
+        "Profiling counts warmup observations: AIPerf's profiling baseline is a scrape answered out of order, holding an older state"),
     COUNTED_IN_BOTH => ("counted-in-both", Warning,
         "Warmup counts profiling observations too: they came while the warmup window was open"),
     PHASE_WINDOW_OVERLAP => ("phase-window-overlap", Warning,
