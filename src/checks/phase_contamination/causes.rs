@@ -61,6 +61,10 @@ pub struct Inputs<'a> {
     pub evidence: &'a Evidence,
     /// A reset on the observer's endpoint in each phase.
     pub reset: [bool; 2],
+    /// The reset-aware growth of each phase with a reset (count, sum).
+    pub reset_growth: [Option<(f64, Option<f64>)>; 2],
+    /// The export's counts (profiling, warmup).
+    pub found: [Option<f64>; 2],
     /// What series born inside each phase cost it.
     pub born: [f64; 2],
     /// The repair from the raw scrapes.
@@ -97,8 +101,22 @@ impl Inputs<'_> {
         let mut out = Vec::new();
         for (i, (phase, loss)) in PHASES.into_iter().enumerate() {
             if self.reset[i] {
-                let why = format!("a counter reset on the endpoint during {phase}");
-                out.push(term(Reset, loss, 0, u64::MAX, why));
+                // The server observed at least the reset-aware growth; the
+                // export holds what AIPerf's clamped delta kept.
+                let (low, why) = match (self.reset_growth[i], self.found[i]) {
+                    (Some((grown, sum)), Some(found)) => (
+                        (grown - found).max(0.0).round() as u64,
+                        format!(
+                            "a counter reset on the endpoint during {phase}: read across the \
+                             reset, the raw scrapes show at least {grown:.0} observations{} \
+                             there, the export {found:.0}",
+                            sum.map(|s| format!(" (sum at least {s:.6})"))
+                                .unwrap_or_default()
+                        ),
+                    ),
+                    _ => (0, format!("a counter reset on the endpoint during {phase}")),
+                };
+                out.push(term(Reset, loss, low, u64::MAX, why));
             }
             if self.born[i] > 0.0 {
                 let n = self.born[i].round() as u64;

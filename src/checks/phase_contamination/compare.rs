@@ -29,6 +29,9 @@ pub struct Comparison<'a> {
     /// Whether a reset on the observer's endpoint falls in each phase
     /// (profiling, warmup).
     pub reset: [bool; 2],
+    /// In a phase with a reset: its reset-aware growth from the raw
+    /// scrapes (count, sum).
+    pub reset_growth: [Option<(f64, Option<f64>)>; 2],
     /// What series born inside each phase cost its delta (profiling, warmup).
     pub born: [f64; 2],
     /// What the windows, records and scrapes say about this observer.
@@ -163,6 +166,8 @@ impl Comparison<'_> {
             expected: self.expected,
             evidence: &self.evidence,
             reset: self.reset,
+            reset_growth: self.reset_growth,
+            found: [found_p, found_w],
             born: self.born,
             corrected: corrected.as_ref(),
             population: self.population,
@@ -213,7 +218,16 @@ impl Comparison<'_> {
                 .filter(|_| !unsuccessful)
                 .map(|c| c.get(phase).clone());
             repaired[i] = here.is_some();
-            rows.push(self.row(phase, series, (exp, fnd, d, class), here, &causes[i]));
+            let mut row = self.row(phase, series, (exp, fnd, d, class), here, &causes[i]);
+            // A reset: the raw scrapes' reset-aware growth bounds the sum.
+            if let (Some(c), Some((_, Some(grown)))) =
+                (row.corrected.as_mut(), self.reset_growth[i])
+            {
+                if c.sum.is_none() {
+                    c.sum_low = Some(c.sum_low.map_or(grown, |s| s.max(grown)));
+                }
+            }
+            rows.push(row);
         }
         let off = |c: &Cause| {
             !matches!(

@@ -44,6 +44,9 @@ pub struct Evidence {
     /// than the scrapes stored before it, so the profiling delta reaches
     /// further back than AIPerf's order says.
     pub baseline_out_of_order: bool,
+    /// The line of AIPerf's profiling baseline scrape, when the raw scrapes
+    /// say.
+    pub baseline_line: Option<u64>,
 }
 
 /// The earliest and the latest event times of some requests, each sorted.
@@ -192,6 +195,7 @@ impl Builder<'_> {
             baseline_out_of_order: self
                 .baseline(p.start_ns, scrapes.as_deref())
                 .is_some_and(|(line, _)| answered_out_of_order(scrapes.as_deref(), line)),
+            baseline_line: self.baseline(p.start_ns, scrapes.as_deref()).map(|b| b.0),
             absorbed: self.absorbed(f, o, at, p.start_ns, scrapes.as_deref()),
             double: self
                 .server

@@ -517,6 +517,7 @@ fn compare_all(
     for (((f, o), corrected), at) in jobs.iter().zip(corrections).zip(points) {
         report.repaired_from_raw_scrapes |= corrected.is_some();
         let role = role_of(o);
+        let ev = evidence.of(f, o, at);
         let cmp = Comparison {
             found: f,
             observer: o,
@@ -524,8 +525,9 @@ fn compare_all(
             has_warmup: ctx.model.warmup.is_some(),
             expected: [exp_p, exp_w],
             reset: reset_in(ctx, server, o),
+            reset_growth: reset_growth(ctx, server, f, o, &ev),
             born: born_in(ctx, server, f, o),
-            evidence: evidence.of(f, o, at),
+            evidence: ev,
             at,
             population: &population,
         };
@@ -566,6 +568,29 @@ fn reset_in(ctx: &Ctx, server: &server_metrics::ServerMetricsExport, o: &Observe
         })
     };
     [hit("profiling"), hit("warmup")]
+}
+
+/// In each phase with a reset on the observer's endpoint: what its series
+/// grew by over the phase, read reset-aware from the raw scrapes (count,
+/// sum): at least what the server observed.
+fn reset_growth(
+    ctx: &Ctx,
+    server: &server_metrics::ServerMetricsExport,
+    f: &Found,
+    o: &Observer,
+    ev: &Evidence,
+) -> [Option<(f64, Option<f64>)>; 2] {
+    let reset = reset_in(ctx, server, o);
+    let of = |hit: bool, phase: &str, baseline: Option<u64>| {
+        let (sc, ep) = (ctx.run.scrapes.as_ref()?, o.endpoint.as_deref()?);
+        let w = server.window(phase).filter(|_| hit)?;
+        let pts = attribution::cumulative(sc, ep, &f.name, |l| o.contains(ep, l));
+        attribution::growth_across_resets(&pts, baseline, w.start_ns, w.end_ns)
+    };
+    [
+        of(reset[0], "profiling", ev.baseline_line),
+        of(reset[1], "warmup", None),
+    ]
 }
 
 /// What series of the observer born inside profiling and inside warmup

@@ -30,7 +30,7 @@ use crate::frameworks::ObservedAt;
 use crate::stats::{le_text, Percentiles};
 
 mod points;
-pub use points::{cumulative, Point, Points};
+pub use points::{cumulative, growth_across_resets, Point, Points};
 
 closed_set! {
     /// Whether an attribution is exact or only bounded.

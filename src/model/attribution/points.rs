@@ -250,3 +250,78 @@ impl<'s, K: Fn(&BTreeMap<String, String>) -> bool> Adder<'s, K> {
         Some(true)
     }
 }
+
+/// What a series grew by over `[start, end]` read reset-aware: from the
+/// baseline (the point of line `baseline` when given: AIPerf's own, else
+/// the last point before `start`) to the first at or after `end`, each
+/// increment, and after a drop the value it restarted to (what grew between
+/// the last point before a restart and the restart is not seen: a lower
+/// bound). `(count, sum)`; `None` without a point in it.
+pub fn growth_across_resets(
+    pts: &[Point],
+    baseline: Option<u64>,
+    start: u64,
+    end: u64,
+) -> Option<(f64, Option<f64>)> {
+    let first = baseline
+        .and_then(|line| pts.iter().position(|p| p.line == line))
+        .or_else(|| pts.iter().rposition(|p| p.t < start))
+        .unwrap_or(0);
+    let last = pts
+        .iter()
+        .position(|p| p.t >= end)
+        .unwrap_or(pts.len().checked_sub(1)?)
+        .max(first);
+    let window = pts.get(first..=last)?;
+    let grow = |a: f64, b: f64| if b >= a { b - a } else { b };
+    let count = window
+        .windows(2)
+        .map(|w| grow(w[0].count, w[1].count))
+        .sum();
+    let sum = window
+        .windows(2)
+        .map(|w| Some(grow(w[0].sum?, w[1].sum?)))
+        .sum::<Option<f64>>();
+    (window.len() > 1).then_some((count, sum))
+}
+
+#[cfg(test)]
+mod growth_tests {
+    use super::*;
+
+    fn pt(t: u64, count: f64) -> Point {
+        Point {
+            t,
+            line: t,
+            count,
+            sum: Some(count * 2.0),
+        }
+    }
+
+    #[test]
+    fn a_reset_adds_the_value_it_restarted_to() {
+        let pts = [
+            pt(0, 10.0),
+            pt(10, 14.0),
+            pt(20, 3.0),
+            pt(30, 5.0),
+            pt(40, 9.0),
+        ];
+        let all = Some((4.0 + 3.0 + 2.0, Some(18.0)));
+        assert_eq!(growth_across_resets(&pts, None, 5, 30), all);
+        // To the first point at or after the end: across the reset.
+        assert_eq!(
+            growth_across_resets(&pts, None, 5, 12),
+            Some((7.0, Some(14.0)))
+        );
+        assert_eq!(
+            growth_across_resets(&pts, None, 5, 10),
+            Some((4.0, Some(8.0)))
+        );
+        assert_eq!(
+            growth_across_resets(&pts, Some(10), 5, 30),
+            Some((5.0, Some(10.0)))
+        );
+        assert_eq!(growth_across_resets(&[], None, 0, 1), None);
+    }
+}
