@@ -453,6 +453,38 @@ fn a_restart_is_accounted_for_per_metric() {
     }
 }
 
+/// A late warmup observation on a disaggregated deployment's prefill
+/// worker: named on that worker's row only, sized as the ledger's late
+/// observations, every other row of every endpoint held to the ledger.
+#[test]
+fn a_late_observation_on_a_prefill_worker_is_named_there() {
+    let run = holds_to_the_ledger("dynamo-late-prefill", false);
+    let metric = "vllm:request_prefill_time_seconds";
+    let ledger = lines(&root().join("fixtures/accounting/dynamo-late-prefill.ledger.jsonl"));
+    let late = ledger
+        .iter()
+        .filter(|e| e["event"] == "late_observation" && e["metric"] == metric)
+        .count() as i64;
+    assert_eq!(late, 1);
+    let moved: Vec<&Value> = rows(&run)
+        .iter()
+        .filter(|r| r["classification"] != "ok")
+        .collect();
+    assert!(!moved.is_empty());
+    for r in moved {
+        assert_eq!(r["role"], "prefill", "{r}");
+        assert_eq!(r["metric"], metric, "{r}");
+        assert!(causes(r).contains(&(
+            "late_warmup_observation".to_string(),
+            if r["phase"] == "profiling" {
+                late
+            } else {
+                -late
+            }
+        )));
+    }
+}
+
 fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
     let t = tempfile::tempdir().expect("tempdir");
     let dst = t.path().join(name);

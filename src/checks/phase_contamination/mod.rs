@@ -747,7 +747,11 @@ impl CheckReport for Report {
                 let corrected = m
                     .corrected
                     .as_ref()
-                    .map(|c| format!("{} ({})", c.count, c.exactness))
+                    .map(|c| match (c.count_low, c.count_high) {
+                        (Some(lo), Some(hi)) => format!("{} ({lo}-{hi})", c.count),
+                        (Some(lo), None) => format!("{} ({lo} or more)", c.count),
+                        _ => format!("{} ({})", c.count, c.exactness),
+                    })
                     .unwrap_or_default();
                 let mut name = m.metric.clone();
                 if several_endpoints {
@@ -768,6 +772,7 @@ impl CheckReport for Report {
                         .map(|d| format!("{d:+}"))
                         .unwrap_or_else(|| "n/a".into()),
                     m.classification.to_string(),
+                    causes_text(&m.causes),
                     corrected,
                 ]
             })
@@ -782,10 +787,22 @@ impl CheckReport for Report {
             "found",
             "delta",
             "classification",
+            "causes",
             "corrected",
         ];
         vec![Detail { header, rows }]
     }
+}
+
+/// A row's causes in a table cell: `-2 profiling_lost_to_warmup, +1
+/// late_warmup_observation`.
+fn causes_text(causes: &[Cause]) -> String {
+    causes
+        .iter()
+        .filter(|c| c.count != 0)
+        .map(|c| format!("{:+} {}", c.count, c.cause))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `host:port` of an endpoint URL (the scheme and `/metrics` dropped).
