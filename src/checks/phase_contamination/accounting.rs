@@ -101,29 +101,27 @@ impl Interval {
     }
 }
 
-/// Which of the three sums a term feeds, and with which sign.
-#[derive(Clone, Copy, PartialEq)]
-enum Group {
-    /// `T`, with the term's profiling sign.
-    Transfer(i64),
-    /// `P`, with its sign.
-    Profiling(i64),
-    /// `W`, with its sign.
-    Warmup(i64),
-    /// Neither (an effect of `(0, 0)`).
-    None,
+/// Which of the three sums a term feeds: `T` (moves profiling and warmup
+/// oppositely; its sign is the profiling one), `P` (profiling only) or `W`
+/// (warmup only).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Slot {
+    Transfer = 0,
+    Profiling = 1,
+    Warmup = 2,
 }
 
-fn group(effect: [i8; 2]) -> Group {
+/// A term's slot and sign; `None` for an effect of `(0, 0)`.
+fn slot_of(effect: [i8; 2]) -> Option<(Slot, i64)> {
     match (effect[0], effect[1]) {
-        (0, 0) => Group::None,
-        (p, 0) => Group::Profiling(i64::from(p.signum())),
-        (0, w) => Group::Warmup(i64::from(w.signum())),
-        (p, _) => Group::Transfer(i64::from(p.signum())),
+        (0, 0) => None,
+        (p, 0) => Some((Slot::Profiling, i64::from(p.signum()))),
+        (0, w) => Some((Slot::Warmup, i64::from(w.signum()))),
+        (p, _) => Some((Slot::Transfer, i64::from(p.signum()))),
     }
 }
 
-/// A group's terms: the `+` and `-` totals' bounds.
+/// A slot's terms: the `+` and `-` totals' bounds.
 #[derive(Clone, Copy)]
 struct Totals {
     pos: Interval,
@@ -131,12 +129,12 @@ struct Totals {
 }
 
 impl Totals {
-    fn of<C>(terms: &[Term<C>], pick: impl Fn(Group) -> Option<i64>) -> Totals {
+    fn of<C>(terms: &[Term<C>], slot: Slot) -> Totals {
         let side = |sign: i64| {
             Interval::sum(
                 terms
                     .iter()
-                    .filter(|t| pick(group(t.effect)) == Some(sign))
+                    .filter(|t| slot_of(t.effect) == Some((slot, sign)))
                     .map(|t| Interval(t.low, t.high.max(t.low))),
             )
         };
@@ -162,156 +160,180 @@ impl Totals {
     }
 }
 
+/// The three slots' totals and the deviations they must give.
+struct Problem {
+    totals: [Totals; 3],
+    dp: Option<i64>,
+    dw: Option<i64>,
+}
+
+impl Problem {
+    fn range(&self, slot: Slot) -> Interval {
+        self.totals[slot as usize].range()
+    }
+
+    /// What the profiling-only and warmup-only sums must be for a transfer
+    /// `t` (clamped to what they can be; an unknown deviation asks for
+    /// nothing beyond the cheapest).
+    fn targets(&self, t: i64) -> (i64, i64) {
+        let (p, w) = (self.range(Slot::Profiling), self.range(Slot::Warmup));
+        (
+            self.dp.map_or(p.clamp(0), |d| p.clamp(d - t)),
+            self.dw.map_or(w.clamp(0), |d| w.clamp(d + t)),
+        )
+    }
+
+    /// How far a transfer `t` leaves the deviations from what the other
+    /// slots can hold.
+    fn miss(&self, t: i64) -> i64 {
+        let by_p = self
+            .dp
+            .map_or(0, |d| self.range(Slot::Profiling).distance(d - t));
+        let by_w = self
+            .dw
+            .map_or(0, |d| self.range(Slot::Warmup).distance(d + t));
+        by_p + by_w
+    }
+
+    /// The observations a transfer `t` moves at the least.
+    fn cost(&self, t: i64) -> i64 {
+        let (p, w) = self.targets(t);
+        [(Slot::Transfer, t), (Slot::Profiling, p), (Slot::Warmup, w)]
+            .iter()
+            .map(|&(slot, x)| {
+                self.totals[slot as usize]
+                    .cheapest(x)
+                    .map_or(UNBOUNDED, |c| c.0)
+            })
+            .fold(0i64, |a, b| a.saturating_add(b))
+    }
+
+    /// The candidate transfers: the range's ends and every kink of the
+    /// miss and cost functions, clamped, sorted.
+    fn candidates(&self) -> Vec<i64> {
+        let [tr, pr, wa] = self.totals;
+        let t_range = tr.range();
+        let (p_range, w_range) = (pr.range(), wa.range());
+        let mut kinks = vec![t_range.0, t_range.1, 0, tr.pos.0 - tr.neg.0];
+        if let Some(d) = self.dp {
+            kinks.extend([d - p_range.0, d - p_range.1, d - pr.pos.0 + pr.neg.0]);
+        }
+        if let Some(d) = self.dw {
+            kinks.extend([w_range.0 - d, w_range.1 - d, wa.pos.0 - wa.neg.0 - d]);
+        }
+        let mut cands: Vec<i64> = kinks.into_iter().map(|t| t_range.clamp(t)).collect();
+        cands.sort_unstable();
+        cands.dedup();
+        cands
+    }
+
+    /// The transfers that leave the least unexplained (an interval: the
+    /// miss is convex), and among them those that move the fewest
+    /// observations (likewise).
+    fn choose(&self) -> (Interval, Interval) {
+        let cands = self.candidates();
+        let least = cands.iter().map(|&t| self.miss(t)).min().unwrap_or(0);
+        let feasible: Vec<i64> = cands
+            .into_iter()
+            .filter(|&t| self.miss(t) == least)
+            .collect();
+        let best = feasible.iter().map(|&t| self.cost(t)).min().unwrap_or(0);
+        let cheapest: Vec<i64> = feasible
+            .iter()
+            .copied()
+            .filter(|&t| self.cost(t) == best)
+            .collect();
+        let ends = |v: &[i64]| {
+            Interval(
+                v.first().copied().unwrap_or(0),
+                v.last().copied().unwrap_or(0),
+            )
+        };
+        (ends(&feasible), ends(&cheapest))
+    }
+}
+
+/// Whether the terms of one slot can share its chosen totals in more than
+/// one way (more than one of them has room for what is left above their
+/// lows).
+fn split_varies<C>(terms: &[Term<C>], slot: Slot, totals: Totals, x: i64) -> bool {
+    totals.cheapest(x).is_some_and(|(_, pos, neg)| {
+        [(1, pos), (-1, neg)].into_iter().any(|(sign, total)| {
+            let mine: Vec<&Term<C>> = terms
+                .iter()
+                .filter(|t| slot_of(t.effect) == Some((slot, sign)))
+                .collect();
+            let free: i64 = mine.iter().map(|t| t.high.max(t.low) - t.low).sum();
+            let need = total - mine.iter().map(|t| t.low).sum::<i64>();
+            need > 0 && need < free && mine.iter().filter(|t| t.high > t.low).count() > 1
+        })
+    })
+}
+
 /// Accounts for the deviations `dp` (profiling) and `dw` (warmup); an
 /// unknown deviation constrains nothing.
 pub fn account<C: Clone>(dp: Option<i64>, dw: Option<i64>, terms: Vec<Term<C>>) -> Accounting<C> {
-    let transfer = Totals::of(&terms, |g| match g {
-        Group::Transfer(s) => Some(s),
-        _ => None,
-    });
-    let prof = Totals::of(&terms, |g| match g {
-        Group::Profiling(s) => Some(s),
-        _ => None,
-    });
-    let warm = Totals::of(&terms, |g| match g {
-        Group::Warmup(s) => Some(s),
-        _ => None,
-    });
-    let (t_range, p_range, w_range) = (transfer.range(), prof.range(), warm.range());
-    // The T each equation allows (an unknown deviation allows any).
-    let by_p = |t: i64| dp.map_or(0, |d| p_range.distance(d - t));
-    let by_w = |t: i64| dw.map_or(0, |d| w_range.distance(d + t));
-    let miss = |t: i64| by_p(t) + by_w(t);
-    // Candidate T: the range's ends and every kink of the costs, clamped.
-    let mut kinks = vec![t_range.0, t_range.1, 0];
-    if let Some(d) = dp {
-        kinks.extend([d - p_range.0, d - p_range.1, d - prof.pos.0 + prof.neg.0]);
-    }
-    if let Some(d) = dw {
-        kinks.extend([w_range.0 - d, w_range.1 - d, warm.pos.0 - warm.neg.0 - d]);
-    }
-    kinks.extend([transfer.pos.0 - transfer.neg.0]);
-    let mut cands: Vec<i64> = kinks.into_iter().map(|t| t_range.clamp(t)).collect();
-    cands.sort_unstable();
-    cands.dedup();
-    // Least unexplained first; then the fewest moved observations.
-    let least_miss = cands.iter().map(|&t| miss(t)).min().unwrap_or(0);
-    let cost = |t: i64| -> i64 {
-        let p = dp.map_or(p_range.clamp(0), |d| p_range.clamp(d - t));
-        let w = dw.map_or(w_range.clamp(0), |d| w_range.clamp(d + t));
-        [transfer.cheapest(t), prof.cheapest(p), warm.cheapest(w)]
-            .iter()
-            .map(|c| c.map_or(UNBOUNDED, |c| c.0))
-            .fold(0i64, |a, b| a.saturating_add(b))
+    let slots = [Slot::Transfer, Slot::Profiling, Slot::Warmup];
+    let problem = Problem {
+        totals: slots.map(|slot| Totals::of(&terms, slot)),
+        dp,
+        dw,
     };
-    let feasible: Vec<i64> = cands
-        .into_iter()
-        .filter(|&t| miss(t) == least_miss)
-        .collect();
-    // The cost is convex in T: its minimisers are an interval whose ends
-    // are among the candidates (the feasible set's ends included).
-    let best = feasible.iter().map(|&t| cost(t)).min().unwrap_or(0);
-    let minimisers: Vec<i64> = feasible
-        .iter()
-        .copied()
-        .filter(|&t| cost(t) == best)
-        .collect();
-    let (t_lo, t_hi) = (
-        minimisers.first().copied().unwrap_or(0),
-        minimisers.last().copied().unwrap_or(0),
-    );
-    let t = t_lo;
-    let p_target = dp.map_or(p_range.clamp(0), |d| p_range.clamp(d - t));
-    let w_target = dw.map_or(w_range.clamp(0), |d| w_range.clamp(d + t));
+    let (t_feasible, t_cheapest) = problem.choose();
+    let t = t_cheapest.0;
+    let (p_target, w_target) = problem.targets(t);
     let remainder = [
         dp.map_or(0, |d| d - t - p_target),
         dw.map_or(0, |d| d + t - w_target),
     ];
-    // The range of T over every combination with the least unexplained.
-    let t_feasible = Interval(
-        feasible.first().copied().unwrap_or(0),
-        feasible.last().copied().unwrap_or(0),
-    );
-    let ambiguous = t_lo != t_hi || {
-        // One T, but a group's split among its terms may still vary.
-        let splits = |totals: Totals, x: i64, pick: &dyn Fn(Group) -> Option<i64>| {
-            totals.cheapest(x).is_some_and(|(_, pos, neg)| {
-                [(1, pos), (-1, neg)].into_iter().any(|(sign, total)| {
-                    let mine: Vec<&Term<C>> = terms
-                        .iter()
-                        .filter(|x| pick(group(x.effect)) == Some(sign))
-                        .collect();
-                    let free: i64 = mine.iter().map(|x| x.high.max(x.low) - x.low).sum();
-                    let need = total - mine.iter().map(|x| x.low).sum::<i64>();
-                    // More than one term can take a share of what is left.
-                    need > 0 && need < free && mine.iter().filter(|x| x.high > x.low).count() > 1
-                })
-            })
-        };
-        splits(
-            transfer,
-            t,
-            &(|g| match g {
-                Group::Transfer(s) => Some(s),
-                _ => None,
-            }),
-        ) || splits(
-            prof,
-            p_target,
-            &(|g| match g {
-                Group::Profiling(s) => Some(s),
-                _ => None,
-            }),
-        ) || splits(
-            warm,
-            w_target,
-            &(|g| match g {
-                Group::Warmup(s) => Some(s),
-                _ => None,
-            }),
-        )
-    };
-    // Each group's chosen totals, then each term's share: the terms in
+    let targets = [t, p_target, w_target];
+    let ambiguous = t_cheapest.0 != t_cheapest.1
+        || slots.iter().any(|&slot| {
+            split_varies(
+                &terms,
+                slot,
+                problem.totals[slot as usize],
+                targets[slot as usize],
+            )
+        });
+    // Each slot's chosen totals, then each term's share: the terms in
     // order take what is left above their lows (the caller orders terms by
     // how much evidence backs them).
-    let chosen = |totals: Totals, x: i64| totals.cheapest(x).map(|c| (c.1, c.2));
     let mut left: [[i64; 2]; 3] = [[0; 2]; 3];
-    for (i, (totals, x)) in [(transfer, t), (prof, p_target), (warm, w_target)]
-        .into_iter()
-        .enumerate()
-    {
-        let (pos, neg) = chosen(totals, x).unwrap_or((totals.pos.0, totals.neg.0));
-        left[i] = [pos - totals.pos.0, neg - totals.neg.0];
+    for slot in slots {
+        let totals = problem.totals[slot as usize];
+        let (pos, neg) = totals
+            .cheapest(targets[slot as usize])
+            .map_or((totals.pos.0, totals.neg.0), |c| (c.1, c.2));
+        left[slot as usize] = [pos - totals.pos.0, neg - totals.neg.0];
     }
-    // The sums each group can take over every combination.
-    let ranges = Ranges {
-        t: t_feasible,
-        p: dp.map_or(p_range, |d| {
+    // The sums each slot can take over every combination.
+    let (p_range, w_range) = (problem.range(Slot::Profiling), problem.range(Slot::Warmup));
+    let sums = [
+        t_feasible,
+        dp.map_or(p_range, |d| {
             Interval(d - t_feasible.1, d - t_feasible.0)
                 .intersect(p_range)
                 .unwrap_or(Interval(p_target, p_target))
         }),
-        w: dw.map_or(w_range, |d| {
+        dw.map_or(w_range, |d| {
             Interval(d + t_feasible.0, d + t_feasible.1)
                 .intersect(w_range)
                 .unwrap_or(Interval(w_target, w_target))
         }),
-    };
+    ];
     let values = terms
         .iter()
-        .map(|term| {
-            let g = group(term.effect);
-            let (slot, sign) = match g {
-                Group::Transfer(s) => (0, s),
-                Group::Profiling(s) => (1, s),
-                Group::Warmup(s) => (2, s),
-                Group::None => return (term.low, term.low, term.high),
+        .enumerate()
+        .map(|(i, term)| {
+            let Some((slot, sign)) = slot_of(term.effect) else {
+                return (term.low, term.low, term.high);
             };
             let side = usize::from(sign < 0);
-            let take = left[slot][side].min(term.high.max(term.low) - term.low);
-            left[slot][side] -= take;
+            let take = left[slot as usize][side].min(term.high.max(term.low) - term.low);
+            left[slot as usize][side] -= take;
             let count = term.low + take;
-            let (lo, hi) = ranges.of(term, &terms, g);
+            let (lo, hi) = range_of(&terms, i, sums[slot as usize]);
             (count, lo.min(count), hi.max(count))
         })
         .collect();
@@ -323,60 +345,29 @@ pub fn account<C: Clone>(dp: Option<i64>, dw: Option<i64>, terms: Vec<Term<C>>) 
     }
 }
 
-/// The sums' ranges over every combination.
-struct Ranges {
-    t: Interval,
-    p: Interval,
-    w: Interval,
-}
-
-impl Ranges {
-    /// One term's range: what its group's sum allows once the group's other
-    /// terms take whatever they can.
-    fn of<C>(&self, term: &Term<C>, terms: &[Term<C>], g: Group) -> (i64, i64) {
-        let (sum, same): (Interval, fn(Group, Group) -> bool) = match g {
-            Group::Transfer(_) => (self.t, |a, b| {
-                matches!((a, b), (Group::Transfer(_), Group::Transfer(_)))
-            }),
-            Group::Profiling(_) => (self.p, |a, b| {
-                matches!((a, b), (Group::Profiling(_), Group::Profiling(_)))
-            }),
-            Group::Warmup(_) => (self.w, |a, b| {
-                matches!((a, b), (Group::Warmup(_), Group::Warmup(_)))
-            }),
-            Group::None => return (term.low, term.high),
+/// Term `i`'s range over every combination: what its slot's sum allows
+/// once the slot's other terms take whatever they can.
+fn range_of<C>(terms: &[Term<C>], i: usize, sum: Interval) -> (i64, i64) {
+    let term = &terms[i];
+    let Some((slot, sign)) = slot_of(term.effect) else {
+        return (term.low, term.high);
+    };
+    let mut rest = Interval(0, 0);
+    for (j, o) in terms.iter().enumerate() {
+        let Some((s, sg)) = slot_of(o.effect).filter(|(s, _)| *s == slot && j != i) else {
+            continue;
         };
-        let sign = match g {
-            Group::Transfer(s) | Group::Profiling(s) | Group::Warmup(s) => s,
-            Group::None => 1,
-        };
-        // The others' signed contribution.
-        let mut rest = Interval(0, 0);
-        let mut skipped = false;
-        for o in terms {
-            if !same(group(o.effect), g) {
-                continue;
-            }
-            if !skipped && std::ptr::eq(o, term) {
-                skipped = true;
-                continue;
-            }
-            let s = match group(o.effect) {
-                Group::Transfer(s) | Group::Profiling(s) | Group::Warmup(s) => s,
-                Group::None => 0,
-            };
-            let iv = Interval(o.low, o.high.max(o.low));
-            let iv = if s < 0 { iv.neg() } else { iv };
-            rest = Interval(rest.0.saturating_add(iv.0), rest.1.saturating_add(iv.1));
-        }
-        // sign * v = sum - rest
-        let signed = Interval(sum.0 - rest.1, sum.1 - rest.0);
-        let v = if sign < 0 { signed.neg() } else { signed };
-        let own = Interval(term.low, term.high.max(term.low));
-        match v.intersect(own) {
-            Some(i) => (i.0, i.1),
-            None => (term.low, term.low),
-        }
+        debug_assert_eq!(s, slot);
+        let iv = Interval(o.low, o.high.max(o.low));
+        let iv = if sg < 0 { iv.neg() } else { iv };
+        rest = Interval(rest.0.saturating_add(iv.0), rest.1.saturating_add(iv.1));
+    }
+    // sign * v = sum - rest
+    let signed = Interval(sum.0 - rest.1, sum.1 - rest.0);
+    let v = if sign < 0 { signed.neg() } else { signed };
+    match v.intersect(Interval(term.low, term.high.max(term.low))) {
+        Some(r) => (r.0, r.1),
+        None => (term.low, term.low),
     }
 }
 

@@ -60,6 +60,29 @@ pub fn contaminates(c: Classification) -> bool {
     )
 }
 
+/// Whether profiling is certainly contaminated: a remainder there, or a
+/// boundary cause on profiling in the chosen combination and no
+/// combination without one that explains the counts.
+fn certainly_contaminated(
+    acc: &Accounting<Classification>,
+    terms: Vec<super::accounting::Term<Classification>>,
+    dp: Option<i64>,
+    dw: Option<i64>,
+) -> bool {
+    if acc.remainder[0] != 0 {
+        return true;
+    }
+    let moved = acc
+        .shares(0)
+        .iter()
+        .any(|s| s.count != 0 && contaminates(s.cause));
+    let without: Vec<_> = terms
+        .into_iter()
+        .filter(|t| !(contaminates(t.cause) && t.effect[0] != 0))
+        .collect();
+    moved && !account(dp, dw, without).closes()
+}
+
 /// One phase's causes: the accounting's shares, and what it could not
 /// explain as `unexplained_excess` or `unexplained_deficit`.
 fn row_causes(acc: &Accounting<Classification>, i: usize, phase: Phase) -> Vec<Cause> {
@@ -160,34 +183,10 @@ impl Comparison<'_> {
         let [exp_p, exp_w] = self.expected;
         let deviation = |e: Option<Expected>, x: Option<f64>| Some(x? - e?.min as f64);
         let (dp, dw) = (deviation(exp_p, found_p), deviation(exp_w, found_w));
-        let inputs = Inputs {
-            framework: f.def.framework,
-            at: self.at,
-            expected: self.expected,
-            evidence: &self.evidence,
-            reset: self.reset,
-            reset_growth: self.reset_growth,
-            found: [found_p, found_w],
-            born: self.born,
-            corrected: corrected.as_ref(),
-            population: self.population,
-        };
-        let terms = inputs.terms();
+        let terms = self.terms([found_p, found_w], corrected.as_ref());
         let whole = |d: Option<f64>| d.map(|d| d.round() as i64);
         let acc = account(whole(dp), whole(dw), terms.clone());
-        // Whether profiling is certainly contaminated: no combination
-        // without a boundary cause on profiling explains it.
-        let certain = acc.remainder[0] != 0 || {
-            let without: Vec<_> = terms
-                .into_iter()
-                .filter(|t| !(contaminates(t.cause) && t.effect[0] != 0))
-                .collect();
-            let moved = acc
-                .shares(0)
-                .iter()
-                .any(|s| contaminates(s.cause) && s.count != 0);
-            moved && !account(whole(dp), whole(dw), without).closes()
-        };
+        let certain = certainly_contaminated(&acc, terms, whole(dp), whole(dw));
         let mut rows = Vec::new();
         let mut causes: [Vec<Cause>; 2] = Default::default();
         let mut repaired = [false; 2];
@@ -201,32 +200,10 @@ impl Comparison<'_> {
             if phase == Phase::Warmup && !self.has_warmup {
                 continue;
             }
-            causes[i] = row_causes(&acc, i, phase);
-            let class = classification(d, &causes[i]);
-            // The raw-scrape repair places observations on successful
-            // records only: where the server also observed unsuccessful
-            // requests, the accounting's correction holds them.
-            let unsuccessful = causes[i].iter().any(|c| {
-                c.count != 0
-                    && matches!(
-                        c.cause,
-                        Classification::FailedRequest | Classification::RequestWithoutRecord
-                    )
-            });
-            let here = corrected
-                .as_ref()
-                .filter(|_| !unsuccessful)
-                .map(|c| c.get(phase).clone());
-            repaired[i] = here.is_some();
-            let mut row = self.row(phase, series, (exp, fnd, d, class), here, &causes[i]);
-            // A reset: the raw scrapes' reset-aware growth bounds the sum.
-            if let (Some(c), Some((_, Some(grown)))) =
-                (row.corrected.as_mut(), self.reset_growth[i])
-            {
-                if c.sum.is_none() {
-                    c.sum_low = Some(c.sum_low.map_or(grown, |s| s.max(grown)));
-                }
-            }
+            let (row, mine, from_scrapes) =
+                self.phase_row(i, phase, series, (exp, fnd, d), &acc, corrected.as_ref());
+            causes[i] = mine;
+            repaired[i] = from_scrapes;
             rows.push(row);
         }
         let off = |c: &Cause| {
@@ -268,6 +245,65 @@ impl Comparison<'_> {
             partition: None,
         };
         (rows, Some(problem))
+    }
+
+    /// The causes the accounting weighs for this observer, with what
+    /// bounds each.
+    fn terms(
+        &self,
+        found: [Option<f64>; 2],
+        corrected: Option<&Attribution>,
+    ) -> Vec<super::accounting::Term<Classification>> {
+        Inputs {
+            framework: self.found.def.framework,
+            at: self.at,
+            expected: self.expected,
+            evidence: &self.evidence,
+            reset: self.reset,
+            reset_growth: self.reset_growth,
+            found,
+            born: self.born,
+            corrected,
+            population: self.population,
+        }
+        .terms()
+    }
+
+    /// Phase `i`'s row with its causes, and whether its correction comes
+    /// from the raw scrapes.
+    fn phase_row(
+        &self,
+        i: usize,
+        phase: Phase,
+        series: &[&Series],
+        (exp, fnd, d): (Option<Expected>, Option<f64>, Option<f64>),
+        acc: &Accounting<Classification>,
+        corrected: Option<&Attribution>,
+    ) -> (MetricRow, Vec<Cause>, bool) {
+        let causes = row_causes(acc, i, phase);
+        let class = classification(d, &causes);
+        // The raw-scrape repair places observations on successful records
+        // only: where the server also observed unsuccessful requests, the
+        // accounting's correction holds them.
+        let unsuccessful = causes.iter().any(|c| {
+            c.count != 0
+                && matches!(
+                    c.cause,
+                    Classification::FailedRequest | Classification::RequestWithoutRecord
+                )
+        });
+        let here = corrected
+            .filter(|_| !unsuccessful)
+            .map(|c| c.get(phase).clone());
+        let from_scrapes = here.is_some();
+        let mut row = self.row(phase, series, (exp, fnd, d, class), here, &causes);
+        // A reset: the raw scrapes' reset-aware growth bounds the sum.
+        if let (Some(c), Some((_, Some(grown)))) = (row.corrected.as_mut(), self.reset_growth[i]) {
+            if c.sum.is_none() {
+                c.sum_low = Some(c.sum_low.map_or(grown, |s| s.max(grown)));
+            }
+        }
+        (row, causes, from_scrapes)
     }
 
     /// One phase's row, with the export's sum, avg and bucket-estimated

@@ -269,6 +269,32 @@ impl Problem {
         l
     }
 
+    /// Every cause with its size, in words: ` Accounted for: profiling +2 =
+    /// +1 late warmup observation, ...`.
+    fn ledger(&self) -> String {
+        let phase_ledger = |i: usize, name: &str, d: Option<f64>| -> Option<String> {
+            let d = d?;
+            let parts: Vec<String> = self.causes[i].iter().map(share_text).collect();
+            (!parts.is_empty()).then(|| format!("{name} {d:+} = {}", parts.join(", ")))
+        };
+        let mut ledger: Vec<String> = [
+            phase_ledger(0, "profiling", self.dp),
+            phase_ledger(1, "warmup", self.dw),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if self.ambiguous {
+            ledger
+                .push("several combinations fit; the ranges say how far each cause can go".into());
+        }
+        if ledger.is_empty() {
+            String::new()
+        } else {
+            format!(" Accounted for: {}.", ledger.join("; "))
+        }
+    }
+
     fn context(&self, control: Option<&str>) -> Context {
         let mut name = self.metric.clone();
         if let Some(ep) = &self.endpoint {
@@ -303,27 +329,7 @@ impl Problem {
             range(self.exp_w),
             signed(self.dw)
         );
-        let phase_ledger = |i: usize, name: &str, d: Option<f64>| -> Option<String> {
-            let d = d?;
-            let parts: Vec<String> = self.causes[i].iter().map(share_text).collect();
-            (!parts.is_empty()).then(|| format!("{name} {d:+} = {}", parts.join(", ")))
-        };
-        let mut ledger: Vec<String> = [
-            phase_ledger(0, "profiling", self.dp),
-            phase_ledger(1, "warmup", self.dw),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        if self.ambiguous {
-            ledger
-                .push("several combinations fit; the ranges say how far each cause can go".into());
-        }
-        let ledger = if ledger.is_empty() {
-            String::new()
-        } else {
-            format!(" Accounted for: {}.", ledger.join("; "))
-        };
+        let ledger = self.ledger();
         let repair = self
             .corrected
             .as_ref()
