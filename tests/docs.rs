@@ -69,9 +69,13 @@ fn paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
 fn every_report_field_is_documented_in_report_schema_md() {
     let text = doc("report-schema.md");
     let mut all = BTreeSet::new();
-    let dirs: Vec<_> = fs::read_dir(root().join("sample-artifacts/runs"))
-        .expect("runs")
+    // The sample runs, and the accounting fixtures (cancelled requests, a
+    // duration run's cut requests: fields no sample run has).
+    let dirs: Vec<_> = ["sample-artifacts/runs", "fixtures/accounting"]
+        .iter()
+        .flat_map(|d| fs::read_dir(root().join(d)).expect("runs"))
         .map(|e| e.expect("entry").path())
+        .filter(|p| p.is_dir())
         .collect();
     let mut refs: Vec<&std::path::Path> = dirs.iter().map(|p| p.as_path()).collect();
     let missing = root().join("no-such-run");
