@@ -2,14 +2,16 @@
 //! report) that are accepted as they are. A finding of the new audit that
 //! was already there (the same [`Identity`]: run, code, file, field,
 //! metric, endpoint and series; the wording, figures and line may change) is
-//! not reported, so the gate fails only on what is new.
+//! not reported, so the gate fails only on what is new. A run is matched by
+//! its identity (`runs[].id`: the audited folder's name and the run's path
+//! below it, however the path was spelled) or by AIPerf's `benchmark_id`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::findings::{Finding, Identity};
+use crate::findings::{Finding, Identity, RunNames};
 
 /// The findings of a baseline report.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -56,25 +58,35 @@ impl Baseline {
             .ok_or_else(|| bad("no `runs` array".into()))?;
         let mut keys = BTreeSet::new();
         for r in runs {
-            let run = r["path"]
+            let path = r["path"]
                 .as_str()
                 .ok_or_else(|| bad("a run without `path`".into()))?;
+            // The run's identity (reports before it had none: the path),
+            // and its benchmark_id.
+            let mut names = vec![r["id"].as_str().unwrap_or(path).to_string()];
+            names.extend(r["benchmark_id"].as_str().map(RunNames::benchmark_key));
             for f in r["findings"].as_array().into_iter().flatten() {
                 let code = f["code"]
                     .as_str()
                     .ok_or_else(|| bad("a finding without `code`".into()))?;
-                keys.insert(Identity::of_json(run, code, f));
+                for run in &names {
+                    keys.insert(Identity::of_json(run, code, f));
+                }
             }
         }
         Ok(Baseline { keys })
     }
 
-    /// Whether `f`, a finding of the run at `run`, is in the baseline.
-    pub fn contains(&self, f: &Finding, run: &str) -> bool {
+    /// Whether `f`, a finding of the run named `run`, is in the baseline:
+    /// under the run's identity, or under its `benchmark_id`.
+    pub fn contains(&self, f: &Finding, run: &RunNames) -> bool {
         if self.keys.is_empty() {
             return false;
         }
-        self.keys.contains(&f.identity(run))
+        self.keys.contains(&f.identity(run.id))
+            || run
+                .benchmark_id
+                .is_some_and(|b| self.keys.contains(&f.identity(&RunNames::benchmark_key(b))))
     }
 
     /// How many findings it holds.

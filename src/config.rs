@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::findings::{Code, Finding, Severity};
+use crate::findings::{Code, Finding, RunNames, Severity};
 use crate::frameworks::ObservedAt;
 
 /// Every threshold, declared once: its settings field and type, default,
@@ -257,20 +257,22 @@ pub struct ScopedIgnore {
     pub metric: Option<String>,
     /// The scrape endpoint URL.
     pub endpoint: Option<String>,
-    /// A glob over the run directory's path as reported (`results/nightly-*`).
+    /// A glob over the run: its identity (`results/nightly-*`: the audited
+    /// folder's name and the run's path below it, however the path was
+    /// spelled) or its path as given.
     pub run: Option<glob::Pattern>,
     /// Why (required).
     pub reason: String,
 }
 
 impl ScopedIgnore {
-    /// Whether this silences `f`, a finding of the run at `run`.
-    pub fn silences(&self, f: &Finding, run: &str) -> bool {
+    /// Whether this silences `f`, a finding of the run named `run`.
+    pub fn silences(&self, f: &Finding, run: &RunNames) -> bool {
         let canon = crate::frameworks::canonical;
         if f.code != self.code {
             return false;
         }
-        let id = f.identity(run);
+        let id = f.identity(run.id);
         self.metric
             .as_deref()
             .is_none_or(|m| f.metric.is_some() && canon(&id.metric) == canon(m))
@@ -278,10 +280,10 @@ impl ScopedIgnore {
                 .endpoint
                 .as_deref()
                 .is_none_or(|e| f.endpoint.is_some() && id.endpoint == e)
-            && self
-                .run
-                .as_ref()
-                .is_none_or(|g| g.matches(run) || g.matches(&id.run))
+            && self.run.as_ref().is_none_or(|g| {
+                let shown = run.shown.trim_start_matches("./").trim_end_matches('/');
+                g.matches(run.id) || g.matches(run.shown) || g.matches(shown)
+            })
     }
 }
 
@@ -291,8 +293,8 @@ impl CodeFilter {
         (self.select.is_empty() || self.select.contains(&code)) && !self.ignore.contains(&code)
     }
 
-    /// Whether `f`, a finding of the run at `run`, is reported.
-    pub fn keeps_finding(&self, f: &Finding, run: &str) -> bool {
+    /// Whether `f`, a finding of the run named `run`, is reported.
+    pub fn keeps_finding(&self, f: &Finding, run: &RunNames) -> bool {
         self.keeps(f.code) && !self.scoped.iter().any(|s| s.silences(f, run))
     }
 }

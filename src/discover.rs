@@ -48,6 +48,52 @@ impl std::str::FromStr for Shard {
 
 pub use crate::results::PathError;
 
+/// A run's identity, independent of how the path to it was spelled: the
+/// audited root's own name (resolved: `.`, `./results`, `results/`, a
+/// symlink to it all name `results`) and the run's path below it, with `/`
+/// between components (`results/nightly-1`); a run given as the root
+/// itself is its own name. What `--baseline` and a `[[scoped-ignore]]`
+/// `run` glob match on, so a cosmetic change to a workflow's paths keeps
+/// its baseline.
+pub fn run_id(root: &Path, run: &Path) -> String {
+    let resolve = |p: &Path| fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let (root, run) = (resolve(root), resolve(run));
+    let name = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "/".to_string())
+    };
+    let mut parts = vec![name(&root)];
+    if let Ok(below) = run.strip_prefix(&root) {
+        parts.extend(
+            below
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+        );
+    } else {
+        return name(&run);
+    }
+    parts.join("/")
+}
+
+/// [`find_shard`], each run with its [`run_id`] under the path it was found
+/// under (the first, when several paths reach it).
+pub fn find_shard_ids(
+    paths: &[PathBuf],
+    shard: Option<Shard>,
+) -> (Vec<(PathBuf, String)>, Vec<PathError>) {
+    let (runs, errors) = find_shard(paths, shard);
+    let ids = runs
+        .into_iter()
+        .map(|r| {
+            let root = paths.iter().find(|p| r.starts_with(p)).unwrap_or(&r);
+            let id = run_id(root, &r);
+            (r, id)
+        })
+        .collect();
+    (ids, errors)
+}
+
 /// Runs found under `paths`, sorted and de-duplicated, plus the paths that
 /// failed. Every path is searched even when another fails.
 pub fn find_runs(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathError>) {

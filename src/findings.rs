@@ -442,6 +442,36 @@ impl Identity {
 }
 
 /// A run's path as identities hold it: without a trailing `/`.
+/// The names of the run a finding belongs to: the path as given and shown,
+/// its identity independent of that spelling (`discover::run_id`), and
+/// AIPerf's `benchmark_id` when the run has one.
+#[derive(Debug, Clone, Copy)]
+pub struct RunNames<'a> {
+    /// The run directory's path as given.
+    pub shown: &'a str,
+    /// Its identity.
+    pub id: &'a str,
+    /// AIPerf's `benchmark_id`.
+    pub benchmark_id: Option<&'a str>,
+}
+
+impl<'a> RunNames<'a> {
+    /// Names that are all the one path (a caller that knows no more).
+    pub fn path(path: &'a str) -> RunNames<'a> {
+        RunNames {
+            shown: path,
+            id: path,
+            benchmark_id: None,
+        }
+    }
+
+    /// The key a baseline holds a run's findings under for its
+    /// `benchmark_id`.
+    pub fn benchmark_key(benchmark_id: &str) -> String {
+        format!("benchmark_id:{benchmark_id}")
+    }
+}
+
 fn normal_run(run: &str) -> String {
     let t = run.trim_end_matches('/');
     if t.is_empty() && !run.is_empty() {

@@ -51,7 +51,7 @@ use crate::claims::Claim;
 pub use crate::config::CodeFilter;
 use crate::config::Settings;
 use crate::discover::PathError;
-use crate::findings::{reading, Code, Finding, Severity};
+use crate::findings::{reading, Code, Finding, RunNames, Severity};
 use crate::model::RunModel;
 use crate::results::{CheckResult, CheckStatus, Checks};
 pub use crate::results::{
@@ -89,6 +89,9 @@ pub struct RunOptions {
     pub timeline: bool,
     /// Findings of an earlier audit accepted as they are (`--baseline`).
     pub baseline: baseline::Baseline,
+    /// The run's identity ([`discover::run_id`]); the run directory's own
+    /// name when not given.
+    pub id: Option<String>,
 }
 
 /// Audits one run directory.
@@ -103,9 +106,25 @@ pub fn audit_run_with(
     options: &RunOptions,
     claims: &[Claim],
 ) -> RunReport {
+    audit_run_as(dir, &discover::run_id(dir, dir), settings, options, claims)
+}
+
+/// [`audit_run_with`] for a run whose identity ([`discover::run_id`]) is
+/// `id`: what the baseline and scoped ignores match on.
+pub fn audit_run_as(
+    dir: &Path,
+    id: &str,
+    settings: &Settings,
+    options: &RunOptions,
+    claims: &[Claim],
+) -> RunReport {
     let run = artifacts::load(dir);
     let model = RunModel::build(&run, settings);
-    let report = audit_with_model(dir, &run, &model, settings, options, claims);
+    let mut options = std::borrow::Cow::Borrowed(options);
+    if options.id.as_deref() != Some(id) {
+        options.to_mut().id = Some(id.to_string());
+    }
+    let report = audit_with_model(dir, &run, &model, settings, &options, claims);
     // Freeing a large run's records takes a while (about 0.01 s per 400,000
     // records): do it beside whatever the caller does next (rendering the
     // report), not before returning. If no thread can be started, the run is
@@ -161,8 +180,18 @@ pub fn audit_with_model(
     };
     findings.extend(claim_findings);
     let shown = dir.display().to_string();
+    let id = options
+        .id
+        .clone()
+        .unwrap_or_else(|| discover::run_id(dir, dir));
+    let benchmark_id = run.summary.as_ref().and_then(|s| s.benchmark_id.clone());
+    let names = RunNames {
+        shown: &shown,
+        id: &id,
+        benchmark_id: benchmark_id.as_deref(),
+    };
     findings.retain(|f| {
-        settings.filter.keeps_finding(f, &shown) && !options.baseline.contains(f, &shown)
+        settings.filter.keeps_finding(f, &names) && !options.baseline.contains(f, &names)
     });
     findings::cap(&mut findings);
     // Statuses follow the findings that survived the filter, once.
@@ -194,6 +223,8 @@ pub fn audit_with_model(
         .collect();
     RunReport {
         path: dir.display().to_string(),
+        id,
+        benchmark_id,
         aiperf_version: model.aiperf_version.clone(),
         status,
         phases,
@@ -289,9 +320,9 @@ pub fn audit_each(
     tick: &(dyn Fn() + Sync),
     emit: &mut dyn FnMut(RunReport) -> std::io::Result<()>,
 ) -> std::io::Result<(Vec<PathError>, Summary)> {
-    let (dirs, errors) = discover::find_shard(paths, options.shard);
-    let audit_one = |d: &PathBuf| {
-        let r = audit_run_with(d, settings, options, claims);
+    let (dirs, errors) = discover::find_shard_ids(paths, options.shard);
+    let audit_one = |(d, id): &(PathBuf, String)| {
+        let r = audit_run_as(d, id, settings, options, claims);
         tick();
         r
     };

@@ -144,6 +144,7 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
             Some(path) => artifact_check::baseline::Baseline::read(path)?,
             None => Default::default(),
         },
+        id: None,
     };
     let claims = match &args.expect {
         Some(path) => claims::read(path)?,

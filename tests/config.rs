@@ -430,3 +430,54 @@ fn every_threshold_row_of_the_docs_is_its_declaration() {
         "a documented threshold the table lacks"
     );
 }
+
+/// Runs the binary in `dir`; returns (stdout, stderr, exit code).
+fn cli_in(dir: &std::path::Path, args: &[&str]) -> (String, String, i32) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_artifact-check"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("binary runs");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+/// A baseline matches a run by its identity (the audited folder's name and
+/// the run's path below it), not by how its path was spelled: a baseline of
+/// `results/` accepts `./results`, `.` from inside it, its absolute path
+/// and a symlink to it; a renamed copy matches by AIPerf's benchmark_id.
+/// A new finding still fails each.
+#[test]
+fn one_baseline_holds_for_every_spelling_of_the_runs_path() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let results = t.path().join("results");
+    for name in ["late-warmup", "boundary-race"] {
+        copy_dir(&run_dir(name), &results.join(name));
+    }
+    let (_, err, code) = cli_in(t.path(), &["results/", "--report", "json=b.json"]);
+    assert_eq!(code, 1, "the runs fail on their own: {err}");
+    std::os::unix::fs::symlink(&results, t.path().join("alias")).expect("symlink");
+    copy_dir(&results, &t.path().join("renamed"));
+    let abs = results.to_str().expect("utf8").to_string();
+    for (cwd, path, baseline) in [
+        (t.path().to_path_buf(), "./results", "b.json"),
+        (results.clone(), ".", "../b.json"),
+        (t.path().to_path_buf(), abs.as_str(), "b.json"),
+        (t.path().to_path_buf(), "alias", "b.json"),
+        (t.path().to_path_buf(), "renamed/", "b.json"),
+    ] {
+        let (out, err, code) = cli_in(&cwd, &[path, "--baseline", baseline]);
+        assert_eq!(code, 0, "{path}: {out}{err}");
+    }
+    // A new finding is new under every spelling.
+    let p = results.join("late-warmup/profile_export.jsonl");
+    let mut text = fs::read_to_string(&p).expect("read");
+    text.push_str("{\"metadata\": 5}\n");
+    fs::write(&p, text).expect("write");
+    let (out, _, code) = cli_in(&results, &[".", "--baseline", "../b.json"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("invalid-record"), "{out}");
+}

@@ -35,7 +35,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 "description": format!("{}: {}", r.path, f.message),
                 "categories": ["Bug Risk"],
                 "severity": severity(f.severity),
-                "fingerprint": fingerprint(&r.path, f),
+                "fingerprint": fingerprint(&r.id, f),
                 "location": {
                     "path": location(&r.path, f),
                     "lines": {"begin": f.line.unwrap_or(1).max(1)},

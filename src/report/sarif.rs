@@ -34,7 +34,8 @@ pub(crate) fn location(run: &str, f: &Finding) -> String {
     }
 }
 
-/// The finding's fingerprint: its [`crate::findings::Identity`]'s.
+/// The finding's fingerprint: its [`crate::findings::Identity`]'s in the
+/// run of identity `run` (`runs[].id`).
 pub(crate) fn fingerprint(run: &str, f: &Finding) -> String {
     f.identity(run).fingerprint()
 }
@@ -63,7 +64,7 @@ fn rule(c: crate::findings::Code) -> Value {
 }
 
 /// The result of one finding of the run at `run`.
-fn result(run: &str, f: &Finding, rule_index: Option<usize>) -> Value {
+fn result(run: &str, id: &str, f: &Finding, rule_index: Option<usize>) -> Value {
     let mut region = json!({"startLine": f.line.unwrap_or(1).max(1)});
     if f.line.is_none() {
         region["message"] = json!({"text": "the file as a whole"});
@@ -96,7 +97,7 @@ fn result(run: &str, f: &Finding, rule_index: Option<usize>) -> Value {
                 "region": region,
             }
         }],
-        "partialFingerprints": {"artifactCheck/v1": fingerprint(run, f)},
+        "partialFingerprints": {"artifactCheck/v1": fingerprint(id, f)},
         "properties": props,
     });
     if let Some(i) = rule_index {
@@ -129,7 +130,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         .runs
         .iter()
         .flat_map(|r| r.findings.iter().map(move |f| (r, f)))
-        .map(|(r, f)| result(&r.path, f, index.get(f.code.as_str()).copied()))
+        .map(|(r, f)| result(&r.path, &r.id, f, index.get(f.code.as_str()).copied()))
         .collect();
     let log = json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",

@@ -92,6 +92,8 @@ fn run_report(
         .collect();
     RunReport {
         path: path.into(),
+        id: path.trim_end_matches('/').into(),
+        benchmark_id: None,
         aiperf_version: Some("0.13.0".into()),
         status,
         phases: [("warmup", phase(4)), ("profiling", phase(32))].into(),

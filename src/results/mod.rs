@@ -106,6 +106,14 @@ impl RunStatus {
 pub struct RunReport {
     /// The run directory as found.
     pub path: String,
+    /// Its identity, independent of how its path was spelled: the audited
+    /// folder's name and the run's path below it (`discover::run_id`).
+    /// What `--baseline`, `[[scoped-ignore]]` `run` globs and the SARIF and
+    /// GitLab fingerprints match on.
+    pub id: String,
+    /// AIPerf's `benchmark_id`, when the summary has one (a baseline
+    /// matches a run by it too).
+    pub benchmark_id: Option<String>,
     /// AIPerf version that wrote it.
     pub aiperf_version: Option<String>,
     /// Verdict.
