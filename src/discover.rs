@@ -3,8 +3,11 @@
 //! A run directory holds at least one of AIPerf's marker files. Runs do not
 //! nest: below a run directory (its `phases/`, `raw_records/`, `logs/`)
 //! nothing is searched, so per-phase exports are never taken for runs of
-//! their own. Symlinked directories are not followed, so a search cannot
-//! loop or leave the tree it was given.
+//! their own. Symlinked directories are followed (fleets lay runs out as
+//! links into a store), each directory once by its resolved path: a link
+//! back to an ancestor (a cycle) or a second link to the same run is not
+//! searched again, and the run is audited once, under the first path that
+//! reached it (its report names the resolved path too).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -47,6 +50,16 @@ impl std::str::FromStr for Shard {
 }
 
 pub use crate::results::PathError;
+
+/// The run's resolved path when the path to it passes through a symbolic
+/// link (the run itself, or a folder above it), else `None`.
+pub fn resolved_through_link(run: &Path) -> Option<PathBuf> {
+    let linked = run
+        .ancestors()
+        .filter(|a| !a.as_os_str().is_empty())
+        .any(|a| fs::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink()));
+    linked.then(|| fs::canonicalize(run).ok()).flatten()
+}
 
 /// A run's identity, independent of how the path to it was spelled: the
 /// audited root's own name (resolved: `.`, `./results`, `results/`, a
@@ -105,6 +118,8 @@ pub fn find_runs(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathError>) {
 pub fn find_shard(paths: &[PathBuf], shard: Option<Shard>) -> (Vec<PathBuf>, Vec<PathError>) {
     let mut runs = Vec::new();
     let mut errors = Vec::new();
+    // Resolved directories already searched: each once.
+    let mut seen = std::collections::HashSet::new();
     for p in paths {
         let shown = p.display().to_string();
         match fs::metadata(p) {
@@ -116,9 +131,13 @@ pub fn find_shard(paths: &[PathBuf], shard: Option<Shard>) -> (Vec<PathBuf>, Vec
                 path: shown,
                 message: "is not a directory (give a run directory or a folder of runs)".into(),
             }),
+            // A path that resolves to a directory already searched (given
+            // twice, or below another given path through a link): its runs
+            // are audited once already.
+            Ok(_) if fs::canonicalize(p).is_ok_and(|c| seen.contains(&c)) => {}
             Ok(_) => {
                 let before = runs.len();
-                walk(p, &mut runs, &mut errors);
+                walk(p, &mut runs, &mut errors, &mut seen);
                 if runs.len() == before {
                     errors.push(PathError {
                         path: shown,
@@ -133,13 +152,29 @@ pub fn find_shard(paths: &[PathBuf], shard: Option<Shard>) -> (Vec<PathBuf>, Vec
     }
     runs.sort();
     runs.dedup();
+    // The same run reached under two paths (a link and its target both
+    // given): audited once, under the first.
+    let mut resolved = std::collections::HashSet::new();
+    runs.retain(|r| resolved.insert(fs::canonicalize(r).unwrap_or_else(|_| r.clone())));
     if let Some(shard) = shard {
         runs.retain(|r| shard.keeps(r));
     }
     (runs, errors)
 }
 
-fn walk(dir: &Path, runs: &mut Vec<PathBuf>, errors: &mut Vec<PathError>) {
+fn walk(
+    dir: &Path,
+    runs: &mut Vec<PathBuf>,
+    errors: &mut Vec<PathError>,
+    seen: &mut std::collections::HashSet<PathBuf>,
+) {
+    // A directory reached again (a cycle, or two links to one target) is
+    // not searched twice.
+    if let Ok(resolved) = fs::canonicalize(dir) {
+        if !seen.insert(resolved) {
+            return;
+        }
+    }
     if is_run_dir(dir) {
         runs.push(dir.to_path_buf());
         return;
@@ -154,14 +189,19 @@ fn walk(dir: &Path, runs: &mut Vec<PathBuf>, errors: &mut Vec<PathError>) {
             return;
         }
     };
+    // Directories, and links to directories (followed: `metadata`).
     let mut subdirs: Vec<PathBuf> = entries
         .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| {
+            e.file_type().is_ok_and(|t| {
+                t.is_dir() || (t.is_symlink() && fs::metadata(e.path()).is_ok_and(|m| m.is_dir()))
+            })
+        })
         .map(|e| e.path())
         .collect();
     subdirs.sort();
     for d in subdirs {
-        walk(&d, runs, errors);
+        walk(&d, runs, errors, seen);
     }
 }
 

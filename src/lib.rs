@@ -225,6 +225,7 @@ pub fn audit_with_model(
         path: dir.display().to_string(),
         id,
         benchmark_id,
+        resolved_path: discover::resolved_through_link(dir).map(|p| p.display().to_string()),
         aiperf_version: model.aiperf_version.clone(),
         status,
         phases,

@@ -201,3 +201,50 @@ fn the_documented_duckdb_queries_agree_with_an_unsharded_audit() {
     assert_eq!(gate[1].as_i64(), Some(runs.len() as i64));
     assert_eq!(gate[2].as_i64(), Some(worst as i64));
 }
+
+/// A fleet laid out as links: 250 run folders and 250 symbolic links to
+/// runs kept elsewhere, plus a link back to the folder itself (a cycle) and
+/// a second link to a linked run. Every run is audited exactly once, the
+/// linked ones with their resolved path beside the given one; the cycle
+/// neither loops nor duplicates.
+#[test]
+fn symlinked_run_directories_are_followed_once_each() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let (fleet, store) = (t.path().join("fleet"), t.path().join("store"));
+    let summary =
+        std::fs::read(root().join("sample-artifacts/runs/clean/profile_export_aiperf.json"))
+            .expect("summary");
+    let make = |dir: &std::path::Path| {
+        std::fs::create_dir_all(dir).expect("mkdir");
+        std::fs::write(dir.join("profile_export_aiperf.json"), &summary).expect("write");
+    };
+    for i in 0..250 {
+        make(&fleet.join(format!("run-{i:03}")));
+        let kept = store.join(format!("kept-{i:03}"));
+        make(&kept);
+        std::os::unix::fs::symlink(&kept, fleet.join(format!("link-{i:03}"))).expect("link");
+    }
+    std::os::unix::fs::symlink(&fleet, fleet.join("loop")).expect("cycle");
+    std::os::unix::fs::symlink(store.join("kept-000"), fleet.join("zz-again")).expect("link");
+    let (report, _) = json_report(&[&fleet], &[]);
+    let runs = report["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 500, "{}", report["errors"]);
+    assert!(
+        report["errors"].as_array().is_some_and(|e| e.is_empty()),
+        "{}",
+        report["errors"]
+    );
+    let linked: Vec<&Value> = runs
+        .iter()
+        .filter(|r| r["path"].as_str().is_some_and(|p| p.contains("/link-")))
+        .collect();
+    assert_eq!(linked.len(), 250);
+    for r in linked {
+        let resolved = r["resolved_path"].as_str().expect("resolved");
+        assert!(resolved.contains("/store/kept-"), "{r}");
+    }
+    assert!(runs
+        .iter()
+        .filter(|r| r["path"].as_str().is_some_and(|p| p.contains("/run-")))
+        .all(|r| r["resolved_path"].is_null()));
+}

@@ -94,6 +94,7 @@ fn run_report(
         path: path.into(),
         id: path.trim_end_matches('/').into(),
         benchmark_id: None,
+        resolved_path: None,
         aiperf_version: Some("0.13.0".into()),
         status,
         phases: [("warmup", phase(4)), ("profiling", phase(32))].into(),

@@ -114,6 +114,10 @@ pub struct RunReport {
     /// AIPerf's `benchmark_id`, when the summary has one (a baseline
     /// matches a run by it too).
     pub benchmark_id: Option<String>,
+    /// The run's resolved path, when the path to it passes through a
+    /// symbolic link.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_path: Option<String>,
     /// AIPerf version that wrote it.
     pub aiperf_version: Option<String>,
     /// Verdict.
