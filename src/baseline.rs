@@ -17,6 +17,8 @@ use crate::findings::{Finding, Identity, RunNames};
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Baseline {
     keys: BTreeSet<Identity>,
+    /// The report it was read from.
+    source: String,
 }
 
 /// Why a baseline could not be used.
@@ -74,7 +76,10 @@ impl Baseline {
                 }
             }
         }
-        Ok(Baseline { keys })
+        Ok(Baseline {
+            keys,
+            source: format!("in the baseline {}", path.display()),
+        })
     }
 
     /// Whether `f`, a finding of the run named `run`, is in the baseline:
@@ -87,6 +92,11 @@ impl Baseline {
             || run
                 .benchmark_id
                 .is_some_and(|b| self.keys.contains(&f.identity(&RunNames::benchmark_key(b))))
+    }
+
+    /// Where it was read from, in words (a suppression's reason).
+    pub fn source(&self) -> &str {
+        &self.source
     }
 
     /// How many findings it holds.

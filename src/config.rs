@@ -295,7 +295,12 @@ impl CodeFilter {
 
     /// Whether `f`, a finding of the run named `run`, is reported.
     pub fn keeps_finding(&self, f: &Finding, run: &RunNames) -> bool {
-        self.keeps(f.code) && !self.scoped.iter().any(|s| s.silences(f, run))
+        self.keeps(f.code) && self.silencer(f, run).is_none()
+    }
+
+    /// The scoped ignore that silences `f`, if one does.
+    pub fn silencer(&self, f: &Finding, run: &RunNames) -> Option<&ScopedIgnore> {
+        self.scoped.iter().find(|s| s.silences(f, run))
     }
 }
 

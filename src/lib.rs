@@ -190,8 +190,28 @@ pub fn audit_with_model(
         id: &id,
         benchmark_id: benchmark_id.as_deref(),
     };
+    // --select/--ignore choose codes; a scoped ignore or the baseline
+    // silences a finding, which is kept as data with why.
+    findings.retain(|f| settings.filter.keeps(f.code));
+    let mut suppressed = Vec::new();
     findings.retain(|f| {
-        settings.filter.keeps_finding(f, &names) && !options.baseline.contains(f, &names)
+        let by = match settings.filter.silencer(f, &names) {
+            Some(s) => Some((results::SuppressedBy::ScopedIgnore, s.reason.clone())),
+            None if options.baseline.contains(f, &names) => Some((
+                results::SuppressedBy::Baseline,
+                options.baseline.source().to_string(),
+            )),
+            None => None,
+        };
+        let Some((rule, reason)) = by else {
+            return true;
+        };
+        suppressed.push(results::Suppressed {
+            finding: f.clone(),
+            rule,
+            reason,
+        });
+        false
     });
     findings::cap(&mut findings);
     // Statuses follow the findings that survived the filter, once.
@@ -226,6 +246,7 @@ pub fn audit_with_model(
         id,
         benchmark_id,
         resolved_path: discover::resolved_through_link(dir).map(|p| p.display().to_string()),
+        suppressed,
         aiperf_version: model.aiperf_version.clone(),
         status,
         phases,

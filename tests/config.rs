@@ -305,6 +305,45 @@ fn a_scoped_ignore_silences_one_metric_and_not_another() {
     let left = count(&after);
     assert_eq!(left.len(), metrics.len() - 1, "{left:?}");
     assert!(!left.contains(&"vllm:time_to_first_token_seconds".to_string()));
+    // Silenced, not lost: the finding is in `suppressed`, with the rule and
+    // its reason, and SARIF marks it suppressed with that justification.
+    let silenced = after["runs"][0]["suppressed"]
+        .as_array()
+        .expect("suppressed");
+    assert_eq!(silenced.len(), 1, "{silenced:?}");
+    assert_eq!(silenced[0]["rule"], "scoped-ignore");
+    assert_eq!(
+        silenced[0]["reason"],
+        "TTFT is taken from the clients in our reports"
+    );
+    assert_eq!(
+        silenced[0]["finding"]["metric"],
+        "vllm:time_to_first_token_seconds"
+    );
+    let (sarif, _, _) = cli(&[
+        run.to_str().expect("utf8"),
+        "--config",
+        cfg.to_str().expect("utf8"),
+        "--format",
+        "sarif",
+    ]);
+    let sarif: Value = serde_json::from_str(&sarif).expect("sarif");
+    let marked: Vec<&Value> = sarif["runs"][0]["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .filter(|r| r["suppressions"].is_array())
+        .collect();
+    assert_eq!(marked.len(), 1);
+    assert!(marked[0]["suppressions"][0]["justification"]
+        .as_str()
+        .is_some_and(|j| j.contains("TTFT is taken from the clients")));
+    let (text, _, _) = cli(&[
+        run.to_str().expect("utf8"),
+        "--config",
+        cfg.to_str().expect("utf8"),
+    ]);
+    assert!(text.contains(", 1 suppressed)"), "{text}");
     // A run glob: only the runs it matches.
     fs::write(
         &cfg,
@@ -346,6 +385,12 @@ fn a_baseline_passes_an_unchanged_run_and_fails_a_new_finding() {
         report["runs"][0]["findings"].as_array().map(Vec::len),
         Some(0)
     );
+    // Accepted, not lost: every one is in `suppressed`, by the baseline.
+    let silenced = report["runs"][0]["suppressed"]
+        .as_array()
+        .expect("suppressed");
+    assert!(!silenced.is_empty());
+    assert!(silenced.iter().all(|s| s["rule"] == "baseline"));
     let p = dir.join("profile_export.jsonl");
     let mut text = fs::read_to_string(&p).expect("read");
     text.push_str("{\"metadata\": 5}\n");

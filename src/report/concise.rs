@@ -73,9 +73,13 @@ pub fn render(report: &Report, opts: Options, out: &mut dyn Write) -> io::Result
                     RunStatus::Error => "ERROR (the run could not be read)".to_string(),
                     s => s.as_str().to_uppercase(),
                 };
+                let silenced = match run.suppressed.len() {
+                    0 => String::new(),
+                    n => format!(", {n} suppressed"),
+                };
                 writeln!(
                     out,
-                    "{}: {verdict} ({} error, {} warning, {} info)",
+                    "{}: {verdict} ({} error, {} warning, {} info{silenced})",
                     visible(&run.path),
                     run.count(Severity::Error),
                     run.count(Severity::Warning),

@@ -112,7 +112,10 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let found: std::collections::BTreeSet<&str> = report
         .runs
         .iter()
-        .flat_map(|r| r.findings.iter().map(|f| f.code.as_str()))
+        .flat_map(|r| {
+            let silenced = r.suppressed.iter().map(|s| &s.finding);
+            r.findings.iter().chain(silenced).map(|f| f.code.as_str())
+        })
         .collect();
     let codes: Vec<crate::findings::Code> = report
         .codes
@@ -131,6 +134,18 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         .iter()
         .flat_map(|r| r.findings.iter().map(move |f| (r, f)))
         .map(|(r, f)| result(&r.path, &r.id, f, index.get(f.code.as_str()).copied()))
+        .chain(report.runs.iter().flat_map(|r| {
+            r.suppressed.iter().map(|s| {
+                let rule = index.get(s.finding.code.as_str()).copied();
+                let mut v = result(&r.path, &r.id, &s.finding, rule);
+                // SARIF's suppression: kept, marked, with its justification.
+                v["suppressions"] = json!([{
+                    "kind": "external",
+                    "justification": format!("{}: {}", s.rule, s.reason),
+                }]);
+                v
+            })
+        }))
         .collect();
     let log = json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",

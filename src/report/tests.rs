@@ -95,6 +95,7 @@ fn run_report(
         id: path.trim_end_matches('/').into(),
         benchmark_id: None,
         resolved_path: None,
+        suppressed: Vec::new(),
         aiperf_version: Some("0.13.0".into()),
         status,
         phases: [("warmup", phase(4)), ("profiling", phase(32))].into(),

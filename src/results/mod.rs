@@ -101,6 +101,27 @@ impl RunStatus {
     }
 }
 
+closed_set! {
+    /// What silenced a finding.
+    pub enum SuppressedBy {
+        /// A `[[scoped-ignore]]` of the configuration.
+        ScopedIgnore => "scoped-ignore",
+        /// The `--baseline` report: the finding was already there.
+        Baseline => "baseline",
+    }
+}
+
+/// A finding a suppression silenced.
+#[derive(Debug, Clone, Serialize)]
+pub struct Suppressed {
+    /// The finding, as it would have been reported.
+    pub finding: Finding,
+    /// What silenced it.
+    pub rule: SuppressedBy,
+    /// Why: the scoped ignore's reason, or the baseline's path.
+    pub reason: String,
+}
+
 /// Everything found about one run.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
@@ -118,6 +139,10 @@ pub struct RunReport {
     /// symbolic link.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolved_path: Option<String>,
+    /// Findings a `[[scoped-ignore]]` or `--baseline` silenced, each with
+    /// the rule and its reason: silenced, never lost.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub suppressed: Vec<Suppressed>,
     /// AIPerf version that wrote it.
     pub aiperf_version: Option<String>,
     /// Verdict.
