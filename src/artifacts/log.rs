@@ -18,6 +18,10 @@ pub const FILE: &str = "logs/aiperf.log";
 /// end of a run's log, which is rarely past a few MB).
 const MAX_BYTES: u64 = 256 << 20;
 
+/// A line longer than this is not a phase-end line: skipped without being
+/// held whole.
+const MAX_LINE: u64 = 64 << 10;
+
 /// One phase-end line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PhaseEnd {
@@ -59,10 +63,21 @@ pub fn read(input: impl Read) -> std::io::Result<AiperfLog> {
     let mut line = 0u64;
     loop {
         buf.clear();
-        if reader.read_until(b'\n', &mut buf)? == 0 {
+        if (&mut reader).take(MAX_LINE).read_until(b'\n', &mut buf)? == 0 {
             break;
         }
         line += 1;
+        if buf.last() != Some(&b'\n') && buf.len() as u64 == MAX_LINE {
+            // Too long: skip to its end, a bounded chunk at a time.
+            loop {
+                buf.clear();
+                let n = (&mut reader).take(MAX_LINE).read_until(b'\n', &mut buf)?;
+                if n == 0 || buf.last() == Some(&b'\n') {
+                    break;
+                }
+            }
+            continue;
+        }
         let text = String::from_utf8_lossy(&buf);
         if let Some(end) = phase_end(&text, line) {
             log.phase_ends.push(end);
@@ -115,5 +130,16 @@ mod tests {
         );
         assert!(p.grace_period_timeout);
         assert!(!log.ends_of("warmup").next().unwrap().grace_period_timeout);
+    }
+
+    #[test]
+    fn a_line_too_long_is_skipped_and_the_next_read() {
+        let mut text = "x".repeat((MAX_LINE * 3) as usize);
+        text.push('\n');
+        text.push_str("Phase profiling (profiling) complete | completed=2, cancelled=1, errors=0 | grace_period_timeout=True\n");
+        text.push_str(&"\u{0}".repeat(10));
+        let log = read(text.as_bytes()).unwrap();
+        assert_eq!(log.phase_ends.len(), 1);
+        assert_eq!(log.phase_ends[0].line, 2);
     }
 }
