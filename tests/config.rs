@@ -344,6 +344,16 @@ fn a_scoped_ignore_silences_one_metric_and_not_another() {
         cfg.to_str().expect("utf8"),
     ]);
     assert!(text.contains(", 1 suppressed)"), "{text}");
+    for format in ["table", "markdown"] {
+        let (text, _, _) = cli(&[
+            run.to_str().expect("utf8"),
+            "--config",
+            cfg.to_str().expect("utf8"),
+            "--format",
+            format,
+        ]);
+        assert!(text.contains("1 suppressed"), "{format}: {text}");
+    }
     // A run glob: only the runs it matches.
     fs::write(
         &cfg,

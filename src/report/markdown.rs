@@ -145,6 +145,10 @@ fn run_row(run: &crate::results::RunReport, columns: &[&'static str]) -> String 
             format!("`{}`: {}", f.code.as_str(), cell(&m))
         })
         .unwrap_or_default();
+    let worst = match run.suppressed.len() {
+        0 => worst,
+        n => format!("{worst} ({n} suppressed)").trim_start().to_string(),
+    };
     format!(
         "| {} | {} | {} | {} | {} | {} |{numbers} {} |\n",
         cell(&run.path),

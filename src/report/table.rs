@@ -166,9 +166,13 @@ fn render_run(run: &RunReport, opts: Options, out: &mut dyn Write) -> io::Result
         RunStatus::Error => "ERROR (the run could not be read)".to_string(),
         s => s.as_str().to_uppercase(),
     };
+    let silenced = match run.suppressed.len() {
+        0 => String::new(),
+        n => format!(", {n} suppressed"),
+    };
     writeln!(
         out,
-        "verdict: {}: {verdict} ({} error, {} warning, {} info)\n",
+        "verdict: {}: {verdict} ({} error, {} warning, {} info{silenced})\n",
         visible(&run.path),
         count(Severity::Error),
         count(Severity::Warning),
