@@ -46,6 +46,11 @@ pub struct PhaseModel {
     pub errors: Option<u64>,
     /// Records AIPerf cancelled.
     pub cancelled: Option<u64>,
+    /// The records without success by what they reached:
+    /// `[client received a first token][AIPerf cancelled it]` (what a
+    /// server can have observed of them, `frameworks::observes_unsuccessful`).
+    #[serde(skip)]
+    pub unsuccessful: [[u64; 2]; 2],
     /// Requests of the phase no record holds ([`Unrecorded`]); `None`
     /// when the phase cannot have any (it is not bounded by duration).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -252,6 +257,10 @@ fn phase_model(
             ok += u64::from(r.is_success());
             err += u64::from(r.error.is_some() || r.was_cancelled);
             canc += u64::from(r.was_cancelled);
+            if !r.is_success() {
+                let reached = usize::from(r.first_token_ns().is_some());
+                p.unsuccessful[reached][usize::from(r.was_cancelled)] += 1;
+            }
             window = Some(match window {
                 None => (r.request_start_ns, r.request_end_ns),
                 Some((a, b)) => (a.min(r.request_start_ns), b.max(r.request_end_ns)),

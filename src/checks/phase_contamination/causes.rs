@@ -1,51 +1,25 @@
 //! The causes one observer's accounting weighs, each bounded by its
-//! evidence ([`super::accounting`] combines them), and the population of
-//! requests the server saw besides the successful records.
+//! evidence ([`super::accounting`] combines them): among them what the
+//! server saw of requests the records do not hold as successes (the
+//! model's counts of them).
 
 use super::accounting::{Term, UNBOUNDED};
 use super::classify::Classification;
 use super::evidence::Evidence;
 use super::Expected;
 use crate::artifacts::records::Phase;
-use crate::checks::Ctx;
 use crate::frameworks::{observes_unsuccessful, Framework, ObservedAt, Observes};
 use crate::model::attribution::Attribution;
+use crate::model::{PhaseModel, RunModel};
 
-/// The requests of one phase the records do not hold as successes.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Unsuccessful {
-    /// Error records by (the client received a first token, AIPerf
-    /// cancelled it): `[first_token as usize][cancelled as usize]`.
-    pub records: [[u64; 2]; 2],
-    /// Requests with no record at all (`model::Unrecorded`): `(the log's
-    /// count, at most)`; `None` when the phase cannot hold any.
-    pub without_record: Option<(Option<u64>, u64)>,
-}
+/// Both phases' models (profiling, warmup): their unsuccessful records
+/// and requests without a record.
+pub struct Population<'a>(pub [Option<&'a PhaseModel>; 2]);
 
-/// Both phases' unsuccessful requests (profiling, warmup).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Population(pub [Unsuccessful; 2]);
-
-impl Population {
-    /// From the records, the configuration and the log.
-    pub fn of(ctx: &Ctx) -> Population {
-        let mut pop = Population::default();
-        for r in ctx.records().unwrap_or_default() {
-            if r.is_success() {
-                continue;
-            }
-            let i = usize::from(r.phase == Phase::Warmup);
-            let ft = usize::from(r.first_token_ns().is_some());
-            pop.0[i].records[ft][usize::from(r.was_cancelled)] += 1;
-        }
-        for (i, phase) in [Phase::Profiling, Phase::Warmup].into_iter().enumerate() {
-            pop.0[i].without_record = ctx
-                .model
-                .phase(phase)
-                .and_then(|m| m.unrecorded)
-                .map(|u| (u.logged, u.at_most));
-        }
-        pop
+impl Population<'_> {
+    /// The run's.
+    pub fn of(model: &RunModel) -> Population<'_> {
+        Population([model.phase(Phase::Profiling), model.phase(Phase::Warmup)])
     }
 }
 
@@ -70,7 +44,7 @@ pub struct Inputs<'a> {
     /// The repair from the raw scrapes.
     pub corrected: Option<&'a Attribution>,
     /// The requests without success.
-    pub population: &'a Population,
+    pub population: &'a Population<'a>,
 }
 
 fn term(
@@ -126,7 +100,9 @@ impl Inputs<'_> {
         }
         for (i, (phase, _)) in PHASES.into_iter().enumerate() {
             let gain = if i == 0 { [1, 0] } else { [0, 1] };
-            let u = &self.population.0[i];
+            let Some(u) = self.population.0[i] else {
+                continue;
+            };
             if let Some((low, high, why)) = self.failed(u, phase) {
                 out.push(term(FailedRequest, gain, low, high, why));
             }
@@ -139,13 +115,13 @@ impl Inputs<'_> {
     }
 
     /// The error records the server may have observed.
-    fn failed(&self, u: &Unsuccessful, phase: Phase) -> Option<(u64, u64, String)> {
-        let total: u64 = u.records.iter().flatten().sum();
+    fn failed(&self, u: &PhaseModel, phase: Phase) -> Option<(u64, u64, String)> {
+        let total: u64 = u.unsuccessful.iter().flatten().sum();
         if total == 0 {
             return None;
         }
         let (mut yes, mut maybe) = (0, 0);
-        for (ft, row) in u.records.iter().enumerate() {
+        for (ft, row) in u.unsuccessful.iter().enumerate() {
             for (cancelled, n) in row.iter().enumerate() {
                 match observes_unsuccessful(self.framework, self.at, ft == 1, cancelled == 1) {
                     Observes::Yes => yes += n,
@@ -154,8 +130,8 @@ impl Inputs<'_> {
                 }
             }
         }
-        let cancelled = u.records[0][1] + u.records[1][1];
-        let first = u.records[1][0] + u.records[1][1];
+        let cancelled = u.unsuccessful[0][1] + u.unsuccessful[1][1];
+        let first = u.unsuccessful[1][0] + u.unsuccessful[1][1];
         let why = format!(
             "{total} {phase} request(s) ended without success ({cancelled} cancelled, {first} \
              after a first token); {} observes {yes} certainly and {maybe} maybe at {}",
@@ -165,8 +141,11 @@ impl Inputs<'_> {
     }
 
     /// The requests cut at the grace period the server may have observed.
-    fn cut(&self, u: &Unsuccessful, phase: Phase) -> Option<(u64, u64, String)> {
-        let (known, at_most) = u.without_record?;
+    fn cut(&self, u: &PhaseModel, phase: Phase) -> Option<(u64, u64, String)> {
+        let crate::model::Unrecorded {
+            logged: known,
+            at_most,
+        } = u.unrecorded?;
         // Cut while in flight: a disconnect, which the server sees as an
         // abort; whether each had its first token no artifact says.
         let high = match observes_unsuccessful(self.framework, self.at, false, true) {

@@ -52,4 +52,14 @@ impl Classification {
     pub fn is_mismatch(self) -> bool {
         !matches!(self, Classification::Ok | Classification::Unknown)
     }
+
+    /// Whether the cause is what the server saw of requests the records do
+    /// not hold as successes (failed, cancelled, cut at the grace period):
+    /// part of the phase's truth, not a fault of the split.
+    pub fn is_unsuccessful_requests(self) -> bool {
+        matches!(
+            self,
+            Classification::FailedRequest | Classification::RequestWithoutRecord
+        )
+    }
 }

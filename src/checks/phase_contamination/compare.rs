@@ -37,7 +37,7 @@ pub struct Comparison<'a> {
     /// What the windows, records and scrapes say about this observer.
     pub evidence: Evidence,
     /// The requests the records do not hold as successes.
-    pub population: &'a Population,
+    pub population: &'a Population<'a>,
     /// When the observer's endpoint observes the metric.
     pub at: ObservedAt,
 }
@@ -291,13 +291,9 @@ impl Comparison<'_> {
         // The raw-scrape repair places observations on successful records
         // only: where the server also observed unsuccessful requests, the
         // accounting's correction holds them.
-        let unsuccessful = causes.iter().any(|c| {
-            c.count != 0
-                && matches!(
-                    c.cause,
-                    Classification::FailedRequest | Classification::RequestWithoutRecord
-                )
-        });
+        let unsuccessful = causes
+            .iter()
+            .any(|c| c.count != 0 && c.cause.is_unsuccessful_requests());
         let here = corrected
             .filter(|_| !unsuccessful)
             .map(|c| c.get(phase).clone());
@@ -389,12 +385,7 @@ fn accounted(
     if causes.iter().all(|c| c.count == 0) {
         return None;
     }
-    let designed = |c: &&Cause| {
-        matches!(
-            c.cause,
-            Classification::FailedRequest | Classification::RequestWithoutRecord
-        )
-    };
+    let designed = |c: &&Cause| c.cause.is_unsuccessful_requests();
     let own: Vec<&Cause> = causes.iter().filter(designed).collect();
     let count = exp.min as i64 + own.iter().map(|c| c.count).sum::<i64>();
     let low = exp.min as i64 + own.iter().map(|c| c.low).sum::<i64>();

@@ -165,9 +165,7 @@ impl Problem {
                 let evidence = evidence.map(|c| c.evidence.as_str()).unwrap_or("");
                 let what = self.sentence(cause, p, w, evidence, overlap);
                 let severity = match cause {
-                    Classification::FailedRequest | Classification::RequestWithoutRecord => {
-                        Severity::Info
-                    }
+                    _ if cause.is_unsuccessful_requests() => Severity::Info,
                     _ if p != 0 && self.certain => code.severity(),
                     _ => Severity::Warning.min(code.severity()),
                 };

@@ -189,14 +189,14 @@ impl Builder<'_> {
             return Evidence::default();
         };
         let scrapes = self.scrapes_of(o);
+        let baseline = self.baseline(p.start_ns, scrapes.as_deref());
         Evidence {
             warmup_total: self.exp_w.map(|e| e.min as f64),
             no_split: self.unrecorded_warmup.clone(),
-            baseline_out_of_order: self
-                .baseline(p.start_ns, scrapes.as_deref())
+            baseline_out_of_order: baseline
                 .is_some_and(|(line, _)| answered_out_of_order(scrapes.as_deref(), line)),
-            baseline_line: self.baseline(p.start_ns, scrapes.as_deref()).map(|b| b.0),
-            absorbed: self.absorbed(f, o, at, p.start_ns, scrapes.as_deref()),
+            baseline_line: baseline.map(|b| b.0),
+            absorbed: self.absorbed(f, o, at, p.start_ns, baseline),
             double: self
                 .server
                 .window("warmup")
@@ -204,7 +204,8 @@ impl Builder<'_> {
         }
     }
 
-    /// The warmup observations after AIPerf's profiling baseline. Where the
+    /// The warmup observations after AIPerf's profiling baseline
+    /// ([`Builder::baseline`]). Where the
     /// raw scrapes carry AIPerf's phase tags (0.12 on), the baseline is
     /// AIPerf's own: the scrape stored just before the first one tagged
     /// profiling; otherwise the last scrape answered before profiling
@@ -217,9 +218,8 @@ impl Builder<'_> {
         o: &Observer,
         at: ObservedAt,
         ps: u64,
-        scrapes: Option<&[(&Scrape, u64)]>,
+        baseline: Option<(u64, u64)>,
     ) -> Option<(u64, String)> {
-        let baseline = self.baseline(ps, scrapes);
         let first_slice = [f.profiling]
             .into_iter()
             .flatten()

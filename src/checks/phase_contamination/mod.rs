@@ -466,21 +466,22 @@ fn compare_all(
         .collect();
     let corrections = repairs(ctx, &jobs, &points);
     let evidence = Evidence::builder(ctx, server, exp_w);
-    let population = causes::Population::of(ctx);
+    let population = causes::Population::of(ctx.model);
     let mut problems = Vec::new();
     let mut partitions = Vec::new();
     for (((f, o), corrected), at) in jobs.iter().zip(corrections).zip(points) {
         report.repaired_from_raw_scrapes |= corrected.is_some();
         let role = role_of(o);
         let ev = evidence.of(f, o, at);
+        let reset = reset_in(ctx, server, o);
         let cmp = Comparison {
             found: f,
             observer: o,
             role,
             has_warmup: ctx.model.warmup.is_some(),
             expected: [exp_p, exp_w],
-            reset: reset_in(ctx, server, o),
-            reset_growth: reset_growth(ctx, server, f, o, &ev),
+            reset,
+            reset_growth: reset_growth(ctx, server, f, o, reset, &ev),
             born: born_in(ctx, server, f, o),
             evidence: ev,
             at,
@@ -533,9 +534,9 @@ fn reset_growth(
     server: &server_metrics::ServerMetricsExport,
     f: &Found,
     o: &Observer,
+    reset: [bool; 2],
     ev: &Evidence,
 ) -> [Option<(f64, Option<f64>)>; 2] {
-    let reset = reset_in(ctx, server, o);
     let of = |hit: bool, phase: &str, baseline: Option<u64>| {
         let (sc, ep) = (ctx.run.scrapes.as_ref()?, o.endpoint.as_deref()?);
         let w = server.window(phase).filter(|_| hit)?;
