@@ -128,22 +128,7 @@ run_real() { # name warmup [real_server args...]
   finish "$name"
 }
 
-# Two requests with a shared 40-word prompt before the run, as a deployment
-# that has served a smoke test: SGLang creates its cached_tokens series at
-# the first cache hit, TensorRT-LLM its request histograms at their first
-# observation, and a series born inside a phase loses its first increment
-# (sglang-lazy-series shows that on purpose).
-prewarm() { # port
-  python3 - "$1" <<'PY'
-import json, sys, urllib.request
-body = json.dumps({"model": "mock-model", "max_tokens": 2, "stream": True,
-                   "messages": [{"role": "user", "content": " ".join(["warm"] * 40)}]}).encode()
-for _ in range(2):
-    req = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/v1/chat/completions", body,
-                                 {"Content-Type": "application/json"})
-    urllib.request.urlopen(req).read()
-PY
-}
+# prewarm PORT (servers/gen_lib.sh): the smoke test before AIPerf starts.
 
 run_prewarmed() { # name warmup [real_server args...]
   local name=$1 warmup=$2 port; shift 2; port=$(free_port)

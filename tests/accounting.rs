@@ -20,6 +20,11 @@ fn lines(path: &Path) -> Vec<Value> {
     jsonl(path)
 }
 
+/// A fixture's ledger: the mock server's record of what it saw.
+fn fixture_ledger(name: &str) -> Vec<Value> {
+    lines(&root().join(format!("fixtures/accounting/{name}.ledger.jsonl")))
+}
+
 /// Ground truth from a fixture's ledger: per (metric, endpoint role,
 /// phase), the observations the server made for the requests of that phase
 /// (role `server` on a single-endpoint deployment). A request with a record
@@ -46,7 +51,7 @@ fn truth(name: &str) -> HashMap<(String, String, String), u64> {
         phase.insert(m["x_request_id"].as_str().unwrap_or("").to_string(), p);
     }
     let mut out = HashMap::new();
-    for e in lines(&root().join(format!("fixtures/accounting/{name}.ledger.jsonl"))) {
+    for e in fixture_ledger(name) {
         // A late observation is its own ledger line (and marked `late` in
         // its request's line if that was written after it).
         let observations: Vec<Value> = match e["event"].as_str() {
@@ -229,7 +234,7 @@ fn row<'a>(run: &'a Value, metric: &str, phase: &str) -> &'a Value {
 #[test]
 fn cancellations_are_counted_as_vllm_counts_them() {
     let run = holds_to_the_ledger("cancel-vllm", true);
-    let ledger = lines(&root().join("fixtures/accounting/cancel-vllm.ledger.jsonl"));
+    let ledger = fixture_ledger("cancel-vllm");
     let aborted = |stage: &str| {
         ledger
             .iter()
@@ -264,7 +269,7 @@ fn requests_cut_at_the_grace_period_are_accounted_for() {
         .iter()
         .filter_map(|r| r["metadata"]["x_request_id"].as_str())
         .collect();
-    let ledger = lines(&root().join("fixtures/accounting/duration-grace.ledger.jsonl"));
+    let ledger = fixture_ledger("duration-grace");
     let cut = ledger
         .iter()
         .filter(|e| e["event"] == "request")
@@ -318,7 +323,7 @@ fn prompt_tokens_of_unsuccessful_requests_explain_the_counter() {
             .filter(|r| r["metadata"]["benchmark_phase"] == "warmup")
             .filter_map(|r| r["metadata"]["x_request_id"].as_str())
             .collect();
-        let ledger = lines(&root().join(format!("fixtures/accounting/{name}.ledger.jsonl")));
+        let ledger = fixture_ledger(name);
         let counted: f64 = ledger
             .iter()
             .filter(|e| e["event"] == "request")
@@ -375,7 +380,7 @@ fn a_disaggregated_run_is_held_to_each_workers_instants() {
 fn a_late_observation_and_the_boundary_race_are_both_named() {
     let run = holds_to_the_ledger("vllm-dp-late-race", false);
     let metric = "vllm:time_to_first_token_seconds";
-    let ledger = lines(&root().join("fixtures/accounting/vllm-dp-late-race.ledger.jsonl"));
+    let ledger = fixture_ledger("vllm-dp-late-race");
     let late = ledger
         .iter()
         .filter(|e| e["event"] == "late_observation" && e["metric"] == metric)
@@ -415,7 +420,7 @@ fn a_late_observation_and_the_boundary_race_are_both_named() {
 #[test]
 fn an_out_of_order_baseline_is_named_and_sized() {
     let run = holds_to_the_ledger("vllm-out-of-order-boundary", false);
-    let ledger = lines(&root().join("fixtures/accounting/vllm-out-of-order-boundary.ledger.jsonl"));
+    let ledger = fixture_ledger("vllm-out-of-order-boundary");
     assert!(ledger.iter().any(|e| e["event"] == "delayed_scrape"));
     let truth = truth("vllm-out-of-order-boundary");
     for metric in [
@@ -442,7 +447,7 @@ fn an_out_of_order_baseline_is_named_and_sized() {
 fn a_restart_is_accounted_for_per_metric() {
     let run = holds_to_the_ledger("vllm-dp-restart", false);
     assert_eq!(findings(&run, "counter-reset").len(), 1);
-    let ledger = lines(&root().join("fixtures/accounting/vllm-dp-restart.ledger.jsonl"));
+    let ledger = fixture_ledger("vllm-dp-restart");
     assert!(ledger.iter().any(|e| e["event"] == "restart"));
     for r in rows(&run).iter().filter(|r| r["phase"] == "profiling") {
         assert!(causes(r).iter().any(|c| c.0 == "reset" && c.1 < 0), "{r}");
@@ -460,7 +465,7 @@ fn a_restart_is_accounted_for_per_metric() {
 fn a_late_observation_on_a_prefill_worker_is_named_there() {
     let run = holds_to_the_ledger("dynamo-late-prefill", false);
     let metric = "vllm:request_prefill_time_seconds";
-    let ledger = lines(&root().join("fixtures/accounting/dynamo-late-prefill.ledger.jsonl"));
+    let ledger = fixture_ledger("dynamo-late-prefill");
     let late = ledger
         .iter()
         .filter(|e| e["event"] == "late_observation" && e["metric"] == metric)

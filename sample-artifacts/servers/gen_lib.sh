@@ -92,10 +92,29 @@ begin_fixture() {
   offline_tokenizer "$venv" "$work"
 }
 
+# prewarm PORT: two requests with a shared 40-word prompt before the run, as
+# a deployment that has served a smoke test: SGLang creates its
+# cached_tokens series at the first cache hit, TensorRT-LLM its request
+# histograms and Dynamo's registry its labelled series at first use, and a
+# series born inside a phase loses its first increment (sglang-lazy-series
+# shows that on purpose).
+prewarm() { # port
+  python3 - "$1" <<'PY'
+import json, sys, urllib.request
+body = json.dumps({"model": "mock-model", "max_tokens": 2, "stream": True,
+                   "messages": [{"role": "user", "content": " ".join(["warm"] * 40)}]}).encode()
+for _ in range(2):
+    req = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/v1/chat/completions", body,
+                                 {"Content-Type": "application/json"})
+    urllib.request.urlopen(req).read()
+PY
+}
+
 # keep_fixture NAME [FILE...]: the run $work/NAME and its ledger copied into
 # $here, kept small: no logs, per-phase copies, inputs, CSV twins or console
 # table, nor the FILEs named; the ledger slimmed to the requests' timing
-# (slim_ledger.py).
+# (slim_ledger.py) unless FULL_LEDGER=1 (a test that counts its
+# observations).
 keep_fixture() {
   local name=$1 f; shift
   rm -rf "${here:?}/$name"
@@ -104,6 +123,6 @@ keep_fixture() {
     "$here/$name/profile_export_console.txt"
   for f in "$@"; do rm -f "$here/$name/$f"; done
   cp "$work/$name.ledger.jsonl" "$here/$name.ledger.jsonl"
-  python3 "$gen_lib_dir/slim_ledger.py" "$here/$name.ledger.jsonl"
+  [ "${FULL_LEDGER:-0}" = 1 ] || python3 "$gen_lib_dir/slim_ledger.py" "$here/$name.ledger.jsonl"
   echo "wrote $name ($(du -sh "$here/$name" | cut -f1))"
 }
