@@ -496,3 +496,33 @@ fn copy_fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
     copy_dir(&fixture(name), &dst);
     (t, dst)
 }
+
+/// Counts no server makes (±1e308 on every series of the export) go
+/// through the accounting without overflow or panic: the run is audited
+/// (exit 1, its findings), not abandoned (exit 2).
+#[test]
+fn impossible_counts_do_not_break_the_accounting() {
+    for count in [1e308, -1e308] {
+        let (_t, dir) = copy_run("late-warmup");
+        let p = dir.join("server_metrics_export.json");
+        let mut export: Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).expect("read")).expect("json");
+        for fam in export["metrics"]
+            .as_object_mut()
+            .expect("metrics")
+            .values_mut()
+        {
+            for s in fam["series"].as_array_mut().into_iter().flatten() {
+                if s["stats"]["count"].is_number() {
+                    s["stats"]["count"] = serde_json::json!(count);
+                }
+            }
+        }
+        std::fs::write(&p, export.to_string()).expect("write");
+        let (out, err, code) = cli(&[dir.to_str().expect("utf8"), "--format", "json"]);
+        assert_eq!(code, 1, "{count}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        let report: Value = serde_json::from_str(&out).expect("json report");
+        assert!(!rows(&report["runs"][0]).is_empty());
+    }
+}
