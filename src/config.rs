@@ -253,7 +253,9 @@ pub struct CodeFilter {
 pub struct ScopedIgnore {
     /// The finding code.
     pub code: Code,
-    /// The server metric (family), with or without `_total`.
+    /// The server metric (family), with or without `_total`: a finding
+    /// that names it (its `metric`, or one of the `metrics` its cause
+    /// moves) is silenced whole.
     pub metric: Option<String>,
     /// The scrape endpoint URL.
     pub endpoint: Option<String>,
@@ -273,9 +275,12 @@ impl ScopedIgnore {
             return false;
         }
         let id = f.identity(run.id);
-        self.metric
-            .as_deref()
-            .is_none_or(|m| f.metric.is_some() && canon(&id.metric) == canon(m))
+        // A finding of one root cause is named by every metric it moves.
+        let names = |m: &str| {
+            f.metric.iter().any(|x| canon(x) == canon(m))
+                || f.metrics.iter().any(|x| canon(&x.metric) == canon(m))
+        };
+        self.metric.as_deref().is_none_or(names)
             && self
                 .endpoint
                 .as_deref()

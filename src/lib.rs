@@ -173,6 +173,9 @@ pub fn audit_with_model(
         findings.extend(out.findings);
         outputs.push((check.name, out.report, out.cannot_tell));
     }
+    // One finding per root cause: a cause's findings on several metrics
+    // are one that lists what it moves.
+    findings::merge_root_causes(&mut findings);
     let (claims, claim_findings) = if claims.is_empty() {
         (Vec::new(), Vec::new())
     } else {
@@ -190,45 +193,10 @@ pub fn audit_with_model(
         id: &id,
         benchmark_id: benchmark_id.as_deref(),
     };
-    // --select/--ignore choose codes; a scoped ignore or the baseline
-    // silences a finding, which is kept as data with why.
-    findings.retain(|f| settings.filter.keeps(f.code));
-    let mut suppressed = Vec::new();
-    findings.retain(|f| {
-        let by = match settings.filter.silencer(f, &names) {
-            Some(s) => Some((results::SuppressedBy::ScopedIgnore, s.reason.clone())),
-            None if options.baseline.contains(f, &names) => Some((
-                results::SuppressedBy::Baseline,
-                options.baseline.source().to_string(),
-            )),
-            None => None,
-        };
-        let Some((rule, reason)) = by else {
-            return true;
-        };
-        suppressed.push(results::Suppressed {
-            finding: f.clone(),
-            rule,
-            reason,
-        });
-        false
-    });
+    let suppressed = silence(&mut findings, settings, options, &names);
     findings::cap(&mut findings);
-    // Statuses follow the findings that survived the filter, once.
-    let checks = Checks(
-        outputs
-            .into_iter()
-            .map(|(name, report, reason)| CheckResult {
-                name,
-                status: CheckStatus::from_findings(
-                    findings.iter().filter(|f| f.check == name),
-                    reason.is_some(),
-                ),
-                reason,
-                report,
-            })
-            .collect(),
-    );
+    let checks = statuses(outputs, &findings);
+    let published = published_of(&ctx, &checks, &findings);
     let phases = phases_of(model);
     let timeline = options
         .timeline
@@ -249,6 +217,7 @@ pub fn audit_with_model(
         suppressed,
         aiperf_version: model.aiperf_version.clone(),
         status,
+        published,
         phases,
         checks,
         claims,
@@ -256,6 +225,102 @@ pub fn audit_with_model(
         unknown_user_metrics,
         timeline,
     }
+}
+
+/// Each check's result: its status follows the findings that survived the
+/// filters, once, here.
+fn statuses(outputs: Vec<CheckOut>, findings: &[Finding]) -> Checks {
+    Checks(
+        outputs
+            .into_iter()
+            .map(|(name, report, reason)| CheckResult {
+                name,
+                status: CheckStatus::from_findings(
+                    findings.iter().filter(|f| f.check == name),
+                    reason.is_some(),
+                ),
+                reason,
+                report,
+            })
+            .collect(),
+    )
+}
+
+/// What a check returned: its name, report and why it could not tell.
+type CheckOut = (
+    &'static str,
+    std::sync::Arc<dyn results::CheckReport>,
+    Option<String>,
+);
+
+/// Applies the filters: `--select`/`--ignore` choose codes; a scoped ignore
+/// or the baseline silences a finding, which is kept as data with why.
+fn silence(
+    findings: &mut Vec<Finding>,
+    settings: &Settings,
+    options: &RunOptions,
+    names: &RunNames,
+) -> Vec<results::Suppressed> {
+    findings.retain(|f| settings.filter.keeps(f.code));
+    let mut suppressed = Vec::new();
+    findings.retain(|f| {
+        let by = match settings.filter.silencer(f, names) {
+            Some(s) => Some((results::SuppressedBy::ScopedIgnore, s.reason.clone())),
+            None if options.baseline.contains(f, names) => Some((
+                results::SuppressedBy::Baseline,
+                options.baseline.source().to_string(),
+            )),
+            None => None,
+        };
+        let Some((rule, reason)) = by else {
+            return true;
+        };
+        suppressed.push(results::Suppressed {
+            finding: f.clone(),
+            rule,
+            reason,
+        });
+        false
+    });
+    suppressed
+}
+
+/// The run's published numbers with their verdicts: the checks' figures
+/// joined with the findings that survived the filters. A statistic two
+/// causes move is recomputed over the records without both
+/// (`model::selection`, the rules `clean` and the claims use).
+fn published_of(
+    ctx: &Ctx,
+    checks: &Checks,
+    findings: &[Finding],
+) -> Vec<results::published::Published> {
+    use findings::Over;
+    let figures = checks
+        .iter()
+        .flat_map(|c| c.report.figures(c.reason.as_deref()));
+    let mut cache: BTreeMap<Vec<Over>, BTreeMap<&'static str, stats::Summary>> = BTreeMap::new();
+    let mut recompute = |metric: &str, stat: &str, overs: &[Over]| -> Option<f64> {
+        let records = ctx.records()?;
+        let by_metric = cache.entry(overs.to_vec()).or_insert_with(|| {
+            let ex = model::selection::Exclusions {
+                cold: overs.contains(&Over::WarmOnly),
+                steady_state: overs.contains(&Over::SteadyState),
+                ..Default::default()
+            };
+            let steady = ex.steady_state.then(|| ctx.model.steady(records));
+            let sel = model::selection::select_with(records, &ctx.model.temperatures, ex, steady);
+            model::selection::statistics(&sel.kept)
+        });
+        let s = by_metric.get(metric)?;
+        match stat {
+            "avg" => s.mean,
+            "p50" => s.p50,
+            "p90" => s.p90,
+            "p99" => s.p99,
+            _ => None,
+        }
+    };
+    results::published::build(figures, findings, &mut recompute)
 }
 
 fn phases_of(model: &RunModel) -> BTreeMap<&'static str, model::PhaseModel> {

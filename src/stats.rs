@@ -61,6 +61,17 @@ closed_set! {
     }
 }
 
+impl Stat {
+    /// The statistic as `profile_export_aiperf.json` spells it (`avg` for
+    /// the mean).
+    pub fn aiperf(self) -> &'static str {
+        match self {
+            Stat::Mean => "avg",
+            s => s.as_str(),
+        }
+    }
+}
+
 /// The summary statistics reported per metric.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Summary {

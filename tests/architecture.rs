@@ -86,7 +86,7 @@ fn lower_layers_never_name_checks_or_renderers() {
     for layer in [
         "artifacts",
         "model",
-        "findings.rs",
+        "findings",
         "frameworks.rs",
         "stats.rs",
         "config.rs",

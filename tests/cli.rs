@@ -168,21 +168,40 @@ fn parallel_output_is_identical_to_serial() {
     assert!(table.contains("late-warmup-observation"));
 }
 
-/// The concise default: a clean run fits one screen; a contaminated run's
-/// first line is its worst finding; -q and --statistics.
+/// The concise default: a clean run fits one screen with no warning line;
+/// a contaminated run's first line is its verdict, then its numbers that
+/// are not trusted (with what to publish), then its worst root cause; every
+/// line within 200 characters; -q and --statistics.
 #[test]
 fn concise_output_is_short_and_worst_first() {
     let (clean, _, code) = cli(&[run_dir("clean").to_str().expect("utf8")]);
     assert_eq!(code, 0);
     assert!(clean.lines().count() < 15, "{clean}");
+    assert!(!clean.contains("warning["), "{clean}");
     let late = run_dir("late-warmup");
     let (out, _, code) = cli(&[late.to_str().expect("utf8")]);
     assert_eq!(code, 1);
-    let first = out.lines().next().expect("a line");
+    let mut lines = out.lines();
+    let first = lines.next().expect("a line");
     assert!(
-        first.contains(": error[late-warmup-observation] "),
+        first.ends_with(": FAIL (1 error, 2 warning, 3 info)"),
         "{first}"
     );
+    let second = lines.next().expect("a line");
+    assert!(
+        second.starts_with("  biased server on ")
+            && second.contains("vllm:request_prefill_time_seconds count 6 → 5"),
+        "{second}"
+    );
+    let cause = out
+        .lines()
+        .find(|l| l.contains("[late-warmup-observation] "))
+        .expect("the root cause");
+    assert!(cause.starts_with("  error["), "{cause}");
+    // Info is counted, not listed (the full table lists it).
+    assert!(!out.contains("  info["), "{out}");
+    let (all, _, _) = cli(&[run_dir("").to_str().expect("utf8")]);
+    assert!(all.lines().all(|l| l.chars().count() <= 200), "{all}");
     assert!(!out.contains(" +0 "), "no zero-valued effect: {out}");
     let (q, _, _) = cli(&["-q", late.to_str().expect("utf8")]);
     assert!(

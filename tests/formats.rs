@@ -16,8 +16,10 @@ fn all_runs(format: &str, extra: &[&str]) -> (String, i32) {
     (stdout, code)
 }
 
-/// JUnit parses as XML: one testsuite per run, one testcase per check, and a
-/// failure for each check with findings at or above the fail level.
+/// JUnit parses as XML: one testsuite per run, one testcase per check and
+/// one per published number, and a failure for each check with findings at
+/// or above the fail level and for each published number such a finding
+/// moves.
 #[test]
 fn junit_has_a_suite_per_run_and_the_expected_failures() {
     let (xml, _) = all_runs("junit", &[]);
@@ -38,7 +40,23 @@ fn junit_has_a_suite_per_run_and_the_expected_failures() {
             .filter(|f| f["severity"] == "error")
             .map(|f| f["check"].as_str().expect("check"))
             .collect();
-        expected_failures += checks.len();
+        // A published number fails when an error finding moves it.
+        let moved_by_error = |p: &serde_json::Value| {
+            p["causes"].as_array().expect("causes").iter().any(|c| {
+                run["findings"]
+                    .as_array()
+                    .expect("f")
+                    .iter()
+                    .any(|f| f["code"] == *c && f["severity"] == "error")
+            })
+        };
+        let published = run["published"].as_array().expect("published");
+        let numbers_failing = published
+            .iter()
+            .filter(|p| p["verdict"] == "biased" || p["verdict"] == "wrong")
+            .filter(|p| moved_by_error(p))
+            .count();
+        expected_failures += checks.len() + numbers_failing;
         let suite = suites
             .iter()
             .find(|s| s.attribute("name") == run["path"].as_str())
@@ -47,14 +65,17 @@ fn junit_has_a_suite_per_run_and_the_expected_failures() {
             .children()
             .filter(|n| n.has_tag_name("testcase"))
             .count();
-        // A testcase per check of the registry.
-        assert_eq!(cases, run["checks"].as_object().expect("checks").len());
-        assert_eq!(cases, 5);
+        // A testcase per check of the registry and per published number.
+        assert_eq!(
+            cases,
+            run["checks"].as_object().expect("checks").len() + published.len()
+        );
+        assert_eq!(run["checks"].as_object().expect("checks").len(), 5);
         assert_eq!(
             suite
                 .attribute("failures")
                 .and_then(|f| f.parse::<usize>().ok()),
-            Some(checks.len())
+            Some(checks.len() + numbers_failing)
         );
     }
     let failures = doc
@@ -85,7 +106,8 @@ fn markdown_has_one_row_per_run() {
 
 /// GitHub annotations point at the run's file and line: the most severe
 /// first, at most 9 of a level (GitHub shows about 10 per step), and one
-/// more saying how many were left out.
+/// more saying how many were left out; no notice (info) unless asked with
+/// `--fail-on info`.
 #[test]
 fn github_annotations_point_at_files_capped_and_ranked() {
     let (gh, code) = all_runs("github", &[]);
@@ -97,6 +119,7 @@ fn github_annotations_point_at_files_capped_and_ranked() {
         .expect("runs")
         .iter()
         .flat_map(|r| r["findings"].as_array().expect("f").iter())
+        .filter(|f| f["severity"] != "info")
     {
         *per.entry(f["severity"].as_str().expect("severity").to_string())
             .or_insert(0usize) += 1;
@@ -127,7 +150,19 @@ fn github_annotations_point_at_files_capped_and_ranked() {
         "{last}"
     );
     assert!(annotations.iter().all(|a| !a[2..].contains('\n')));
+    assert!(annotations.iter().all(|a| !a.starts_with("::notice")));
     assert_eq!(code, 1);
+    // Asked for: notices too.
+    let (gh, _) = all_runs("github", &["--fail-on", "info"]);
+    assert!(gh.lines().any(|l| l.starts_with("::notice")), "{gh}");
+    // A clean run posts nothing.
+    let (clean, _, code) = cli(&[
+        "--format",
+        "github",
+        run_dir("clean").to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, 0);
+    assert!(clean.lines().all(|l| !l.starts_with("::")), "{clean}");
     // One run's annotation points at its file.
     let late = run_dir("late-warmup");
     let (gh, _, _) = cli(&["--format", "github", late.to_str().expect("utf8")]);

@@ -129,10 +129,11 @@ fn late_warmup_observation_is_found_sized_and_controlled() {
     assert_eq!(f.len(), 1);
     let f = f[0];
     assert_eq!(f["severity"], "error");
+    assert_eq!(f["metric"], "vllm:request_prefill_time_seconds");
     assert!(f["message"]
         .as_str()
         .unwrap_or_default()
-        .starts_with("vllm:request_prefill_time_seconds"));
+        .starts_with("1 warmup observation(s)"));
     assert_eq!(f["expected"], json!({"profiling": 5, "warmup": 1}));
     assert_eq!(f["found"], json!({"profiling": 6.0, "warmup": 0.0}));
     let effect = |q: &str| {
@@ -351,10 +352,9 @@ fn ttft_lost_to_warmup_is_found_with_e2e_as_control() {
     let (run, code) = sample("boundary-race");
     assert_eq!(code, 1);
     let f = findings(&run, "profiling-lost-to-warmup");
-    assert!(f.iter().any(|x| x["message"]
-        .as_str()
-        .unwrap_or_default()
-        .starts_with("vllm:time_to_first_token_seconds")));
+    assert!(f.iter().any(|x| x["metrics"].as_array().is_some_and(|m| m
+        .iter()
+        .any(|m| m["metric"] == "vllm:time_to_first_token_seconds"))));
     assert_eq!(
         run["checks"]["phase_contamination"]["control_metric"],
         "vllm:e2e_request_latency_seconds"

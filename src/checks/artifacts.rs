@@ -20,7 +20,8 @@ use serde::Serialize;
 use super::{Check, CheckOutput, CheckReport, Ctx};
 use crate::artifacts::records::{self, Metric, Phase};
 use crate::artifacts::summary;
-use crate::findings::{reading, Finding, Unit};
+use crate::findings::{reading, Finding, MoveKind, Moved, Unit};
+use crate::results::published::{Figure, Looked, QUOTED_STATS, THROUGHPUTS};
 use crate::stats;
 
 /// The check.
@@ -59,6 +60,52 @@ pub struct Report {
     pub records_parsed: Option<u64>,
     /// Summary metrics recomputed from the records and compared.
     pub summary_metrics_compared: Vec<SummaryComparison>,
+    /// The summary's published figures, with what this check did with each.
+    #[serde(skip)]
+    pub figures: Vec<Figure>,
+}
+
+/// The summary's quoted figures: each per-request metric's statistics (this
+/// check vouches for those it recomputed from the records) and the
+/// throughputs (their value only).
+fn summary_figures(
+    s: &summary::Summary,
+    compared: &[SummaryComparison],
+    records: bool,
+) -> Vec<Figure> {
+    let mut out = Vec::new();
+    for metric in crate::model::selection::PUBLISHED {
+        let Some(entry) = s.metrics.get(metric.tag()) else {
+            continue;
+        };
+        for stat in QUOTED_STATS {
+            let value = match stat {
+                "avg" => entry.avg,
+                "p50" => entry.p50,
+                "p90" => entry.p90,
+                _ => entry.p99,
+            };
+            let checked = compared
+                .iter()
+                .any(|c| c.metric == *metric && c.stat.as_str() == stat);
+            let looked = if checked {
+                Looked::Vouches
+            } else if RECOMPUTED.contains(metric) && !records {
+                Looked::CannotTell("no profiling records to recompute it from".into())
+            } else {
+                Looked::ValueOnly
+            };
+            out.push(Figure::client(metric.tag(), stat, looked).value(value, entry.unit.clone()));
+        }
+    }
+    for tag in THROUGHPUTS {
+        if let Some(entry) = s.metrics.get(tag) {
+            out.push(
+                Figure::client(tag, "avg", Looked::ValueOnly).value(entry.avg, entry.unit.clone()),
+            );
+        }
+    }
+    out
 }
 
 closed_set! {
@@ -118,6 +165,10 @@ impl CheckReport for Report {
             self.summary_metrics_compared.len()
         )
     }
+
+    fn figures(&self, _reason: Option<&str>) -> Vec<Figure> {
+        self.figures.clone()
+    }
 }
 
 /// Runs the check.
@@ -153,11 +204,17 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
     }
     manifest_agreement(ctx, &mut findings);
 
+    let figures = run
+        .summary
+        .as_ref()
+        .map(|s| summary_figures(s, &compared, ctx.records().is_some()))
+        .unwrap_or_default();
     let report = Report {
         files_read,
         record_lines: run.records.as_ref().map(|r| r.lines),
         records_parsed: run.records.as_ref().map(|r| r.records.len() as u64),
         summary_metrics_compared: compared,
+        figures,
     };
     CheckOutput {
         report: Arc::new(report),
@@ -380,59 +437,150 @@ fn summary_agreement(
             }
         }
     }
-    count_agreement(s, ok as f64, errors as f64, findings);
+    let counts = count_agreement(s, ok as f64, errors as f64);
+    let mut moved = Vec::new();
     for (&metric, mut values) in RECOMPUTED.iter().zip(columns) {
         if let Some(entry) = s.metrics.get(metric.tag()) {
-            stat_agreement(metric, entry, &mut values, findings, compared);
+            stat_agreement(metric, entry, &mut values, &mut moved, compared);
         }
     }
+    findings.extend(summary_mismatch(counts, moved));
 }
 
+/// A count the summary publishes that the records do not give: `(what,
+/// field, published, recomputed)`.
+type CountMismatch = (&'static str, &'static str, f64, f64);
+
 /// AIPerf's successful and failed request counts against the records.
-fn count_agreement(s: &summary::Summary, ok: f64, errors: f64, findings: &mut Vec<Finding>) {
-    let mut mismatch = |what: &str, field: &str, published: f64, recomputed: f64| {
-        findings.push(
-            Finding::new(
-                SUMMARY_MISMATCH,
-                format!(
-                    "{what}: {} says {published}, the records give {recomputed}",
-                    summary::FILE
-                ),
-            )
-            .file(summary::FILE)
-            .field(field)
-            .expected_found(recomputed, published)
-            .effect("difference", published - recomputed, Unit::Count),
-        );
-    };
+fn count_agreement(s: &summary::Summary, ok: f64, errors: f64) -> Vec<CountMismatch> {
+    let mut out = Vec::new();
     if let Some(published) = s.scalar("request_count") {
         if published != ok {
-            mismatch(
+            out.push((
                 "successful profiling requests",
                 "request_count.avg",
                 published,
                 ok,
-            );
+            ));
         }
     }
     let published_errors = s.scalar("error_request_count").unwrap_or(0.0);
     if published_errors != errors {
-        mismatch(
+        out.push((
             "failed profiling requests",
             "error_request_count.avg",
             published_errors,
             errors,
-        );
+        ));
+    }
+    out
+}
+
+/// One finding per root cause: the request counts when they disagree (the
+/// records are not the run the summary is over, so every statistic
+/// recomputed from them disagrees as a consequence, said inside), else one
+/// listing every statistic the file publishes that its records do not give.
+fn summary_mismatch(counts: Vec<CountMismatch>, moved: Vec<Moved>) -> Option<Finding> {
+    match counts.first() {
+        Some(&first) => Some(counts_mismatch(first, &counts[1..], moved)),
+        None => stats_mismatch(moved),
     }
 }
 
+/// The request counts disagree: the records are not the run the summary is
+/// over; the statistics that differ are listed, not corrected.
+fn counts_mismatch(first: CountMismatch, more: &[CountMismatch], moved: Vec<Moved>) -> Finding {
+    let (what, field, published, recomputed) = first;
+    let more: Vec<String> = more
+        .iter()
+        .map(|(w, _, p, r)| format!("; {w}: {p} published, {r} in the records"))
+        .collect();
+    let stats_note = if moved.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; as a consequence {} published statistic(s) differ from these records, which \
+             cannot verify them",
+            moved.len()
+        )
+    };
+    let mut f = Finding::new(
+        SUMMARY_MISMATCH,
+        format!(
+            "{what}: {} says {published}, the records give {recomputed}{}{stats_note}. The \
+             records file is not the whole run the summary is over (trimmed, or rewritten): \
+             publish the summary's figures only from an untouched result folder",
+            summary::FILE,
+            more.concat(),
+        ),
+    )
+    .file(summary::FILE)
+    .field(field)
+    .expected_found(recomputed, published)
+    .effect("difference", published - recomputed, Unit::Count);
+    f.metrics = moved
+        .into_iter()
+        .map(|m| Moved {
+            corrected: None,
+            ..m.kind(MoveKind::Unverifiable)
+        })
+        .collect();
+    if f.metrics.is_empty() {
+        f.metrics.push(Moved::new(
+            "request_count",
+            "avg",
+            Some(published),
+            Some(recomputed),
+        ));
+    }
+    f
+}
+
+/// The counts agree but statistics differ: one finding listing them all,
+/// the worst named.
+fn stats_mismatch(moved: Vec<Moved>) -> Option<Finding> {
+    let size = |m: &Moved| m.bias_pct().map_or(0.0, f64::abs);
+    let worst = moved
+        .iter()
+        .max_by(|a, b| size(a).total_cmp(&size(b)))?
+        .clone();
+    let others = moved.len() - 1;
+    let f = Finding::new(
+        SUMMARY_MISMATCH,
+        format!(
+            "{} {}: {} publishes {}, the profiling records give {}{}. Publish the value \
+             recomputed from the records, and find what rewrote the summary",
+            worst.metric,
+            worst.stat,
+            summary::FILE,
+            worst.found.unwrap_or(f64::NAN),
+            worst.corrected.unwrap_or(f64::NAN),
+            if others > 0 {
+                format!("; {others} other statistic(s) differ too")
+            } else {
+                String::new()
+            }
+        ),
+    )
+    .file(summary::FILE)
+    .field(format!("{}.{}", worst.metric, worst.stat))
+    .metric(worst.metric.clone())
+    .expected_found(worst.corrected, worst.found)
+    .effect(
+        "difference_pct",
+        worst.bias_pct().unwrap_or(f64::NAN),
+        Unit::Percent,
+    );
+    Some(f.moves_all(moved))
+}
+
 /// One metric's published statistics recomputed from its values (reordered:
-/// percentiles by selection).
+/// percentiles by selection); the ones that disagree are moved.
 fn stat_agreement(
     metric: Metric,
     entry: &summary::MetricEntry,
     values: &mut [f64],
-    findings: &mut Vec<Finding>,
+    moved: &mut Vec<Moved>,
     compared: &mut Vec<SummaryComparison>,
 ) {
     let mine = stats::Summary::of_values(values);
@@ -455,28 +603,17 @@ fn stat_agreement(
             recomputed,
             agrees,
         });
-        if agrees {
-            continue;
-        }
-        findings.push(
-            Finding::new(
-                SUMMARY_MISMATCH,
-                format!(
-                    "{} {stat}: {} publishes {published}, the profiling records give \
-                     {recomputed}",
+        if !agrees {
+            moved.push(
+                Moved::new(
                     metric.tag(),
-                    summary::FILE
-                ),
-            )
-            .file(summary::FILE)
-            .field(format!("{}.{stat}", metric.tag()))
-            .expected_found(recomputed, published)
-            .effect(
-                "difference_pct",
-                (published - recomputed) / recomputed * 100.0,
-                Unit::Percent,
-            ),
-        );
+                    stat.to_string(),
+                    Some(published),
+                    Some(recomputed),
+                )
+                .kind(MoveKind::Disagrees),
+            );
+        }
     }
 }
 

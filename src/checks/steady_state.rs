@@ -21,8 +21,9 @@ use serde::Serialize;
 use super::{Check, CheckOutput, CheckReport, CheckStatus, Ctx, Detail};
 use crate::artifacts::records::{self, Metric, Record, RequestRef};
 use crate::config::SteadySettings;
-use crate::findings::{Finding, Unit};
+use crate::findings::{Finding, Moved, Over, Unit};
 use crate::model::steady::{rate, Per, SteadyState};
+use crate::results::published::{Figure, Looked, QUOTED_STATS, THROUGHPUTS};
 use crate::stats::{self, DiffInterval, Stat};
 
 /// The check.
@@ -131,6 +132,39 @@ pub struct Report {
 }
 
 impl CheckReport for Report {
+    /// Each statistic it compared over the steady state, vouched for; with
+    /// no steady state found, the ones it would have, could not tell.
+    fn figures(&self, reason: Option<&str>) -> Vec<Figure> {
+        if let Some(r) = reason {
+            let metrics = [
+                "time_to_first_token",
+                "request_latency",
+                "inter_token_latency",
+                "output_token_throughput_per_user",
+            ];
+            let client = metrics.iter().flat_map(|m| {
+                QUOTED_STATS.iter().map(move |s| {
+                    Figure::client(*m, *s, Looked::CannotTell(format!("steady state: {r}")))
+                })
+            });
+            let runs = THROUGHPUTS.iter().map(|t| {
+                Figure::client(*t, "avg", Looked::CannotTell(format!("steady state: {r}")))
+            });
+            return client.chain(runs).collect();
+        }
+        self.metrics
+            .iter()
+            .map(|x| {
+                let looked = if x.steady.is_some() {
+                    Looked::Vouches
+                } else {
+                    Looked::CannotTell("no steady-state value to compare it with".into())
+                };
+                Figure::client(x.metric, x.stat.aiperf(), looked)
+            })
+            .collect()
+    }
+
     fn summary(&self, reason: Option<&str>) -> String {
         if let Some(r) = reason {
             return format!("cannot tell: {r}");
@@ -502,11 +536,13 @@ fn drain_finding(r: &Report, s: &SteadySettings) -> Option<Finding> {
 /// Each moved statistic's bias as an effect of `f`.
 fn with_biases(mut f: Finding, moved: &[&Row]) -> Finding {
     for x in moved {
-        f = f.effect(
-            bias_quantity(x),
-            x.bias_pct.unwrap_or(f64::NAN),
-            Unit::Percent,
-        );
+        f = f
+            .effect(
+                bias_quantity(x),
+                x.bias_pct.unwrap_or(f64::NAN),
+                Unit::Percent,
+            )
+            .moves(Moved::new(x.metric, x.stat.aiperf(), x.all, x.steady).over(Over::SteadyState));
     }
     f
 }

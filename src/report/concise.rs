@@ -1,54 +1,132 @@
-//! The default output, in the manner of ruff and clippy: one line per
-//! finding, most severe first (`RUN: FILE[:LINE]: severity[code] message
-//! [effect]`), a verdict line per run, and a closing summary with the
-//! counts per code. `-q` keeps only the findings at or above the fail level
-//! and the closing line; `--statistics` only the counts per code.
+//! The default output: per run, the verdict line first, then the published
+//! numbers that are not trusted with what to publish instead (and how many
+//! were checked and trusted), then one line per root cause at warning or
+//! above, each at most [`WIDTH`] characters with `explain CODE` for the
+//! rest; info findings are counted (the full table, `-v`, lists them).
+//! A closing summary counts findings per code. `-q` keeps only the findings
+//! at or above the fail level (one line each, run first) and the closing
+//! line; `--statistics` only the counts per code.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
+use super::numbers;
 use super::Options;
 use crate::findings::{Finding, Severity};
+use crate::results::published::Verdict;
 use crate::results::{Report, RunReport, RunStatus};
+use crate::text::clip;
 use crate::text::escape::visible;
-use crate::text::labels_with;
 
-/// One finding on one line.
-fn line(run: &RunReport, f: &Finding) -> String {
+/// The widest a line of a run's block is.
+pub const WIDTH: usize = 160;
+
+/// A root cause on one line: `  error[code] file: message… (explain code)`.
+fn cause_line(f: &Finding) -> String {
+    let at = f
+        .location()
+        .map(|l| format!("{}: ", visible(&l)))
+        .unwrap_or_default();
+    let head = format!("  {}[{}] {at}", f.severity.as_str(), f.code.as_str());
+    let tail = format!(" (explain {})", f.code.as_str());
+    let room = WIDTH.saturating_sub(head.chars().count() + tail.chars().count());
+    let message = visible(&f.message);
+    let body = clip(&message, room.max(20));
+    if body.len() == message.len() {
+        format!("{head}{body}")
+    } else {
+        format!("{head}{body}{tail}")
+    }
+}
+
+/// One finding on one line, run first (`-q`: for grep and CI logs).
+fn quiet_line(run: &RunReport, f: &Finding) -> String {
     let mut at = visible(&run.path).into_owned();
     if let Some(loc) = f.location() {
         at.push_str(": ");
         at.push_str(&visible(&loc));
     }
-    let mut text = format!(
+    let text = format!(
         "{at}: {}[{}] {}",
         f.severity.as_str(),
         f.code.as_str(),
         visible(&f.message)
     );
-    // The message names the metric; the series, when one is singled out.
-    if let Some(s) = f.series.as_ref().filter(|s| !s.is_empty()) {
-        text.push_str(&format!(" (series {})", labels_with(s, visible)));
-    }
-    // Effects worth showing: never one that rounds to zero.
-    let effects: Vec<String> = f
-        .effect
-        .iter()
-        .map(|e| (e, number(e.value)))
-        .filter(|(_, n)| n != "+0" && n != "-0")
-        .map(|(e, n)| format!("{} {n} {}", e.quantity, e.unit))
-        .collect();
-    if !effects.is_empty() {
-        text.push_str(&format!(" [{}]", effects.join(", ")));
-    }
-    text
+    clip(&text, 2 * WIDTH).into_owned()
 }
 
-/// A signed number with as many digits as it needs (at most 4 decimals).
-fn number(v: f64) -> String {
-    let s = format!("{v:+.4}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
+/// The run's verdict line.
+fn verdict_line(run: &RunReport) -> String {
+    let verdict = match run.status {
+        RunStatus::Error => "ERROR (the run could not be read)".to_string(),
+        s => s.as_str().to_uppercase(),
+    };
+    let silenced = match run.suppressed.len() {
+        0 => String::new(),
+        n => format!(", {n} suppressed"),
+    };
+    format!(
+        "{}: {verdict} ({} error, {} warning, {} info{silenced})",
+        visible(&run.path),
+        run.count(Severity::Error),
+        run.count(Severity::Warning),
+        run.count(Severity::Info)
+    )
+}
+
+/// The published numbers that are not trusted, a group a line, and how
+/// many were checked and trusted.
+fn number_lines(run: &RunReport) -> Vec<String> {
+    let mut lines: Vec<String> = numbers::untrusted(run)
+        .iter()
+        .map(|g| {
+            let label = match g.verdict {
+                Verdict::CannotTell => String::new(),
+                v => format!("{} ", v.as_str()),
+            };
+            let line = g.line(WIDTH - 2 - label.len());
+            format!("  {label}{}", visible(&line))
+        })
+        .collect();
+    let trusted = numbers::count(run, Verdict::Trusted);
+    if !run.published.is_empty() {
+        lines.push(format!(
+            "  {trusted} of {} published number(s) checked and trusted",
+            run.published.len()
+        ));
+    }
+    lines
+}
+
+/// The advisories that hold for every run of a version, each said once for
+/// the audit with how many runs it holds for.
+fn advisories(report: &Report) -> Vec<String> {
+    let mut seen: Vec<(&Finding, usize)> = Vec::new();
+    for f in report.runs.iter().flat_map(|r| &r.findings) {
+        if !f.per_version {
+            continue;
+        }
+        match seen
+            .iter_mut()
+            .find(|(g, _)| g.code == f.code && g.message == f.message)
+        {
+            Some((_, n)) => *n += 1,
+            None => seen.push((f, 1)),
+        }
+    }
+    seen.into_iter()
+        .map(|(f, n)| {
+            let head = format!(
+                "note: {}[{}] ({n} run(s)) ",
+                f.severity.as_str(),
+                f.code.as_str()
+            );
+            let tail = format!(" (explain {})", f.code.as_str());
+            let room = 200usize.saturating_sub(head.chars().count() + tail.chars().count());
+            let message = visible(&f.message);
+            format!("{head}{}{tail}", clip(&message, room))
+        })
+        .collect()
 }
 
 /// The findings of a run, most severe first (stable within a severity).
@@ -63,32 +141,28 @@ pub fn render(report: &Report, opts: Options, out: &mut dyn Write) -> io::Result
     let fail_on = report.summary.fail_on;
     if !opts.statistics {
         for run in &report.runs {
-            for f in ranked(run) {
-                if !opts.quiet || f.severity >= fail_on {
-                    writeln!(out, "{}", line(run, f))?;
+            if opts.quiet {
+                for f in ranked(run).into_iter().filter(|f| f.severity >= fail_on) {
+                    writeln!(out, "{}", quiet_line(run, f))?;
                 }
+                continue;
             }
-            if !opts.quiet {
-                let verdict = match run.status {
-                    RunStatus::Error => "ERROR (the run could not be read)".to_string(),
-                    s => s.as_str().to_uppercase(),
-                };
-                let silenced = match run.suppressed.len() {
-                    0 => String::new(),
-                    n => format!(", {n} suppressed"),
-                };
-                writeln!(
-                    out,
-                    "{}: {verdict} ({} error, {} warning, {} info{silenced})",
-                    visible(&run.path),
-                    run.count(Severity::Error),
-                    run.count(Severity::Warning),
-                    run.count(Severity::Info)
-                )?;
+            writeln!(out, "{}", verdict_line(run))?;
+            for l in number_lines(run) {
+                writeln!(out, "{l}")?;
+            }
+            let shown = fail_on.min(Severity::Warning);
+            for f in ranked(run).into_iter().filter(|f| f.severity >= shown) {
+                writeln!(out, "{}", cause_line(f))?;
             }
         }
         for e in &report.errors {
             writeln!(out, "{}: error: {}", visible(&e.path), visible(&e.message))?;
+        }
+        if !opts.quiet {
+            for l in advisories(report) {
+                writeln!(out, "{l}")?;
+            }
         }
     }
     if !opts.quiet || opts.statistics {
@@ -112,11 +186,15 @@ pub fn render(report: &Report, opts: Options, out: &mut dyn Write) -> io::Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::findings::reading;
 
     #[test]
-    fn numbers_are_short_and_signed() {
-        assert_eq!(number(12.0), "+12");
-        assert_eq!(number(-0.125), "-0.125");
-        assert_eq!(number(1.23456), "+1.2346");
+    fn a_long_cause_is_one_line_within_the_width_with_where_to_read_more() {
+        let f = Finding::new(reading::INVALID_JSON, "word ".repeat(200)).file("f.json");
+        let l = cause_line(&f);
+        assert!(l.chars().count() <= WIDTH, "{l}");
+        assert!(l.ends_with("(explain invalid-json)"), "{l}");
+        let short = cause_line(&Finding::new(reading::INVALID_JSON, "short"));
+        assert!(!short.contains("explain"), "{short}");
     }
 }

@@ -1,5 +1,6 @@
-//! GitHub Actions workflow commands: one annotation per finding, pointing at
-//! the run's file (`::error file=...,line=...,title=...::message`).
+//! GitHub Actions workflow commands: one annotation per finding at warning
+//! or above (info too with `--fail-on info`), pointing at the run's file
+//! (`::error file=...,line=...,title=...::message`).
 
 use std::io::{self, Write};
 
@@ -41,6 +42,11 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         .runs
         .iter()
         .flat_map(|run| run.findings.iter().map(move |f| (run, f)))
+        // A notice is posted only when asked (`--fail-on info`): a clean
+        // run posts nothing.
+        .filter(|(_, f)| {
+            f.severity >= Severity::Warning || report.summary.fail_on == Severity::Info
+        })
         .collect();
     all.sort_by_key(|(_, f)| std::cmp::Reverse(f.severity));
     let mut shown = [0usize; 3];

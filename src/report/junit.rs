@@ -1,13 +1,19 @@
-//! JUnit XML: one testsuite per run, one testcase per check. Findings at or
-//! above the fail level are the testcase's failure; below it they go to
-//! system-out. A check that could not tell is skipped; a run that could not
-//! be read, and a path that held no run, are errors.
+//! JUnit XML: one testsuite per run, one testcase per check and one per
+//! published number. Findings at or above the fail level are the check's
+//! failure; below it they go to system-out. A published number fails when
+//! a finding at or above the fail level moves it (`biased` or `wrong`, with
+//! the value to publish instead), passes when trusted (or moved only below
+//! the fail level, said in system-out), and is skipped when it cannot be
+//! told. A check that could not tell is skipped; a run that could not be
+//! read, and a path that held no run, are errors.
 
 use std::io::{self, Write};
 
 use quick_junit::{NonSuccessKind, Report as JUnit, TestCase, TestCaseStatus, TestSuite};
 
+use super::numbers;
 use crate::findings::Finding;
+use crate::results::published::{Published, Verdict};
 use crate::results::{CheckStatus, Report, RunStatus};
 use crate::text::escape::visible;
 
@@ -59,6 +65,68 @@ fn claim_case(c: &crate::results::ClaimResult) -> TestCase {
     case
 }
 
+/// A published number as a testcase of its own.
+fn number_case(
+    run: &crate::results::RunReport,
+    p: &Published,
+    fail_on: crate::findings::Severity,
+) -> TestCase {
+    let place = p
+        .endpoint
+        .as_deref()
+        .map(|e| format!(" on {e}{}", p.series.as_deref().unwrap_or("")))
+        .unwrap_or_default();
+    let name = visible(&format!("{} {}{place}", p.metric, p.stat)).into_owned();
+    let unit = p
+        .unit
+        .as_deref()
+        .map(|u| format!(" {u}"))
+        .unwrap_or_default();
+    let figures = format!(
+        "{}: published {}{unit}, corrected {} ({})",
+        p.verdict.as_str(),
+        p.value.map_or("?".into(), crate::text::figure),
+        numbers::corrected(p),
+        p.causes
+            .iter()
+            .map(|c| c.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let failing = p.causes.iter().any(|c| {
+        run.findings
+            .iter()
+            .any(|f| f.code == *c && f.severity >= fail_on)
+    });
+    let mut case = match p.verdict {
+        Verdict::Trusted => TestCase::new(name, TestCaseStatus::success()),
+        Verdict::CannotTell => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(
+                visible(&format!(
+                    "cannot tell: {}",
+                    p.reason.as_deref().unwrap_or("")
+                ))
+                .as_ref(),
+            );
+            TestCase::new(name, s)
+        }
+        _ if failing => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(visible(&figures).as_ref());
+            s.set_type(p.verdict.as_str());
+            TestCase::new(name, s)
+        }
+        _ => {
+            let mut c = TestCase::new(name, TestCaseStatus::success());
+            c.set_system_out(visible(&figures).as_ref());
+            c
+        }
+    };
+    case.set_classname("artifact-check.published");
+    case
+}
+
 /// Writes the JUnit report.
 pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let fail_on = report.summary.fail_on;
@@ -104,6 +172,9 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         }
         for c in &run.claims {
             suite.add_test_case(claim_case(c));
+        }
+        for p in &run.published {
+            suite.add_test_case(number_case(run, p, fail_on));
         }
         junit.add_test_suite(suite);
     }

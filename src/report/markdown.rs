@@ -1,9 +1,14 @@
 //! Markdown: a summary fit for a pull-request comment or a CI step summary.
-//! One row per run, then each run's findings in a collapsed section.
+//! One row per run, failing runs first, with its published numbers'
+//! verdicts; then each run's numbers that are not trusted and its findings
+//! (errors first) in a collapsed section. Truncation drops passing runs
+//! first.
 
 use std::io::{self, Write};
 
+use super::numbers;
 use crate::findings::Severity;
+use crate::results::published::Verdict;
 use crate::results::{Report, RunStatus};
 
 /// Makes text safe inside a Markdown table cell (and as inline text).
@@ -40,7 +45,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let columns = headline_columns(report);
     let _ = writeln!(
         head,
-        "| run | status | AIPerf | errors | warnings | info |{} worst finding |",
+        "| run | status | AIPerf | published numbers | errors | warnings | info |{} worst finding |",
         columns
             .iter()
             .map(|c| format!(" {c} |"))
@@ -48,10 +53,13 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     );
     let _ = writeln!(
         head,
-        "|---|---|---|---|---|---|{}---|",
+        "|---|---|---|---|---|---|---|{}---|",
         "---|".repeat(columns.len())
     );
-    let rows: Vec<String> = report.runs.iter().map(|r| run_row(r, &columns)).collect();
+    // Failing runs first (stable): truncation cuts from the end.
+    let mut runs: Vec<&crate::results::RunReport> = report.runs.iter().collect();
+    runs.sort_by_key(|r| rank(r.status));
+    let rows: Vec<String> = runs.iter().map(|r| run_row(r, &columns)).collect();
     let mut errors = String::new();
     for e in &report.errors {
         let _ = writeln!(
@@ -61,11 +69,10 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             cell(&e.message)
         );
     }
-    let details: Vec<String> = report
-        .runs
+    let details: Vec<String> = runs
         .iter()
-        .filter(|r| !r.findings.is_empty())
-        .map(run_details)
+        .filter(|r| !r.findings.is_empty() || !numbers::untrusted(r).is_empty())
+        .map(|r| run_details(r))
         .collect();
     let footer = format!(
         "\nExit code {} (fail level {}).\n",
@@ -150,10 +157,11 @@ fn run_row(run: &crate::results::RunReport, columns: &[&'static str]) -> String 
         n => format!("{worst} ({n} suppressed)").trim_start().to_string(),
     };
     format!(
-        "| {} | {} | {} | {} | {} | {} |{numbers} {} |\n",
+        "| {} | {} | {} | {} | {} | {} | {} |{numbers} {} |\n",
         cell(&run.path),
         icon(run.status),
         cell(run.aiperf_version.as_deref().unwrap_or("?")),
+        verdicts(run),
         n(Severity::Error),
         n(Severity::Warning),
         n(Severity::Info),
@@ -161,13 +169,64 @@ fn run_row(run: &crate::results::RunReport, columns: &[&'static str]) -> String 
     )
 }
 
+/// Failing runs first.
+fn rank(s: RunStatus) -> u8 {
+    match s {
+        RunStatus::Error => 0,
+        RunStatus::Fail => 1,
+        RunStatus::Warn => 2,
+        RunStatus::Pass => 3,
+    }
+}
+
+/// A run's published numbers by verdict: `2 biased, 18 cannot tell, 42 of
+/// 62 trusted`.
+fn verdicts(run: &crate::results::RunReport) -> String {
+    if run.published.is_empty() {
+        return String::new();
+    }
+    let mut parts = Vec::new();
+    for v in [Verdict::Wrong, Verdict::Biased, Verdict::CannotTell] {
+        let n = numbers::count(run, v);
+        if n > 0 {
+            parts.push(format!("{n} {}", v.as_str().replace('_', " ")));
+        }
+    }
+    parts.push(format!(
+        "{} of {} trusted",
+        numbers::count(run, Verdict::Trusted),
+        run.published.len()
+    ));
+    parts.join(", ")
+}
+
 fn run_details(run: &crate::results::RunReport) -> String {
     let mut d = format!(
-        "\n<details><summary>{}: {} finding(s)</summary>\n\n| severity | code | where | finding |\n|---|---|---|---|\n",
+        "\n<details><summary>{}: {} finding(s)</summary>\n\n",
         cell(&run.path),
         run.findings.len()
     );
-    for f in &run.findings {
+    let groups = numbers::untrusted(run);
+    if !groups.is_empty() {
+        d.push_str("| published | numbers | why |\n|---|---|---|\n");
+        for g in &groups {
+            let what = match g.verdict {
+                Verdict::CannotTell => g.subject.clone(),
+                v => format!("{} {}", v.as_str(), g.subject),
+            };
+            d.push_str(&format!(
+                "| {} | {} | {} |\n",
+                cell(&what),
+                cell(&g.items_text().join(", ")),
+                cell(&g.why)
+            ));
+        }
+        d.push('\n');
+    }
+    d.push_str("| severity | code | where | finding |\n|---|---|---|---|\n");
+    let mut findings: Vec<&crate::findings::Finding> = run.findings.iter().collect();
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    for f in findings {
         let at = f.location().unwrap_or_default();
         d.push_str(&format!(
             "| {} | `{}` | {} | {} |\n",

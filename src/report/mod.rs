@@ -13,6 +13,7 @@ pub mod json;
 mod junit;
 mod markdown;
 pub mod ndjson;
+mod numbers;
 mod sarif;
 mod table;
 #[cfg(test)]

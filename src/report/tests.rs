@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::{render, Format, Options};
 use crate::findings::{Finding, Severity, Unit};
 use crate::model::PhaseModel;
+use crate::results::published::{Published, Verdict};
 use crate::results::{
     CheckReport, CheckResult, CheckStatus, Checks, Detail, ExitStatus, Headline, HeadlineUnit,
     PathError, Report, RunReport, RunStatus, Summary,
@@ -98,6 +99,7 @@ fn run_report(
         suppressed: Vec::new(),
         aiperf_version: Some("0.13.0".into()),
         status,
+        published: published(&figures),
         phases: [("warmup", phase(4)), ("profiling", phase(32))].into(),
         checks: Checks(checks),
         claims: Vec::new(),
@@ -105,6 +107,44 @@ fn run_report(
         unknown_user_metrics: Vec::new(),
         timeline: None,
     }
+}
+
+/// The run's TTFT p99 as published: biased by cold requests when a
+/// warm-only value is known, with a server count beside it.
+fn published(figures: &Figures) -> Vec<Published> {
+    let base = |metric: &str, stat: &str, value: Option<f64>| Published {
+        metric: metric.into(),
+        stat: stat.into(),
+        value,
+        unit: Some("ms".into()),
+        endpoint: None,
+        series: None,
+        verdict: Verdict::Trusted,
+        corrected: None,
+        corrected_low: None,
+        corrected_high: None,
+        causes: Vec::new(),
+        reason: None,
+    };
+    let mut ttft = base("time_to_first_token", "p99", figures.ttft_p99_ms);
+    let mut server = Published {
+        endpoint: Some("http://127.0.0.1:8000/metrics".into()),
+        unit: Some("count".into()),
+        ..base("vllm:time_to_first_token_seconds", "count", Some(34.0))
+    };
+    let mut itl = base("inter_token_latency", "p99", Some(4.5));
+    if let Some(warm) = figures.ttft_p99_warm_ms {
+        ttft.verdict = Verdict::Biased;
+        ttft.corrected = Some(warm);
+        ttft.causes = vec![code("cold-connection-bias")];
+        server.verdict = Verdict::Biased;
+        server.corrected = Some(32.0);
+        server.causes = vec![code("late-warmup-observation")];
+    } else {
+        itl.verdict = Verdict::CannotTell;
+        itl.reason = Some("too few requests to find a steady state".into());
+    }
+    vec![ttft, itl, server]
 }
 
 fn report() -> Report {

@@ -7,6 +7,7 @@
 //! here runs a check or writes text for a format.
 
 pub mod comparison;
+pub mod published;
 pub mod timeline;
 
 use std::any::Any;
@@ -147,6 +148,9 @@ pub struct RunReport {
     pub aiperf_version: Option<String>,
     /// Verdict.
     pub status: RunStatus,
+    /// Every number the run publishes that people quote, with its verdict
+    /// and its corrected value (`published::build`).
+    pub published: Vec<published::Published>,
     /// Per phase kind: configured and realised counts.
     pub phases: BTreeMap<&'static str, PhaseModel>,
     /// One entry per check.
@@ -252,6 +256,13 @@ pub trait CheckReport: erased_serde::Serialize + Debug + Send + Sync + Any {
     /// The prefix-cache hit rates it measured: the clients' first, then
     /// each server formula's.
     fn hit_rates(&self) -> Vec<HitRate> {
+        Vec::new()
+    }
+
+    /// The published figures it looked at: that it vouches for each, or
+    /// could not tell and why (`reason`: why the check as a whole could
+    /// not; `published::build` joins them with the findings).
+    fn figures(&self, _reason: Option<&str>) -> Vec<published::Figure> {
         Vec::new()
     }
 }

@@ -184,13 +184,6 @@ impl Comparison<'_> {
         let deviation = |e: Option<Expected>, x: Option<f64>| Some(x? - e?.min as f64);
         let (dp, dw) = (deviation(exp_p, found_p), deviation(exp_w, found_w));
         let terms = self.terms([found_p, found_w], corrected.as_ref());
-        // Whole observations, within what the accounting's sums hold
-        // without overflow (a count of 1e308 is not a count a server made).
-        let cap = UNBOUNDED as f64;
-        let whole = |d: Option<f64>| {
-            d.filter(|d| d.is_finite())
-                .map(|d| d.round().clamp(-cap, cap) as i64)
-        };
         let acc = account(whole(dp), whole(dw), terms.clone());
         let certain = certainly_contaminated(&acc, terms, whole(dp), whole(dw));
         let mut rows = Vec::new();
@@ -463,4 +456,12 @@ pub fn localise(problem: &PartitionCounts, control: &PartitionCounts) -> Option<
         }
     }
     (off.len() == 1).then(|| off.remove(0))
+}
+
+/// A deviation in whole observations, within what the accounting's sums
+/// hold without overflow (a count of 1e308 is not a count a server made).
+fn whole(d: Option<f64>) -> Option<i64> {
+    let cap = UNBOUNDED as f64;
+    d.filter(|d| d.is_finite())
+        .map(|d| d.round().clamp(-cap, cap) as i64)
 }

@@ -9,7 +9,7 @@ use super::{
 };
 use crate::artifacts::records::Phase;
 use crate::artifacts::server_metrics;
-use crate::findings::{Code, Finding, Severity, Unit};
+use crate::findings::{Code, Finding, Moved, Severity, Unit};
 use crate::frameworks::ObservedAt;
 use crate::model::attribution::Corrected;
 use crate::model::observers::Labels;
@@ -65,6 +65,15 @@ pub struct Problem {
     /// The one partition (e.g. `engine="1"`) whose counts differ from the
     /// control's, when the control can tell.
     pub partition: Option<Labels>,
+}
+
+/// A sentence's first letter in upper case.
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
 }
 
 fn range(e: Option<Expected>) -> String {
@@ -169,7 +178,10 @@ impl Problem {
                     _ if p != 0 && self.certain => code.severity(),
                     _ => Severity::Warning.min(code.severity()),
                 };
-                Some(self.finding(&cx, code, what, severity))
+                Some(
+                    self.finding(&cx, code, what, severity)
+                        .moves_all(self.moved(p != 0, w != 0)),
+                )
             })
             .collect()
     }
@@ -357,6 +369,69 @@ impl Problem {
         }
     }
 
+    /// The figures a cause that moved profiling (`p`) or warmup (`w`)
+    /// moves: the count, and a histogram's sum and avg, with their
+    /// corrected values where the accounting or the repair gives them.
+    fn moved(&self, p: bool, w: bool) -> Vec<Moved> {
+        let ep = self.endpoint.clone();
+        let series = Some(crate::text::labels(&self.series));
+        let mut out = Vec::new();
+        if p {
+            let c = self.corrected.as_ref();
+            let count = c.map(|c| c.count as f64);
+            let (lo, hi) = (
+                c.and_then(|c| c.count_low).map(|x| x as f64),
+                c.and_then(|c| c.count_high).map(|x| x as f64),
+            );
+            out.push(
+                Moved::new(self.metric.clone(), "count", self.found_p, count)
+                    .expected(self.exp_p.map(|e| e.min as f64))
+                    .bounds(lo, hi)
+                    .server("profiling", ep.clone(), series.clone()),
+            );
+            if self.found_sum_p.is_some() {
+                let sum = c.and_then(|c| c.sum);
+                let bounded = c.is_some_and(|c| c.count_low.is_some() || c.sum_low.is_some());
+                let (slo, shi) = if bounded {
+                    (c.and_then(|c| c.sum_low), c.and_then(|c| c.sum_high))
+                } else {
+                    (None, None)
+                };
+                out.push(
+                    Moved::new(self.metric.clone(), "sum", self.found_sum_p, sum)
+                        .expected(None)
+                        .bounds(slo, shi)
+                        .server("profiling", ep.clone(), series.clone()),
+                );
+                // The avg of an exact count over a bounded sum is bounded
+                // the same way.
+                let exact_count = c.filter(|c| c.count_low.is_none() && c.count > 0);
+                let per = |x: Option<f64>| Some(x? / exact_count?.count as f64);
+                let (avg, alo, ahi) = if bounded {
+                    let (lo, hi) = (per(slo), per(shi));
+                    let point = lo.filter(|l| Some(*l) == hi);
+                    (point, lo, hi)
+                } else {
+                    (c.and_then(|c| c.avg), None, None)
+                };
+                out.push(
+                    Moved::new(self.metric.clone(), "avg", self.found_avg_p, avg)
+                        .expected(None)
+                        .bounds(alo, ahi)
+                        .server("profiling", ep.clone(), series.clone()),
+                );
+            }
+        }
+        if w {
+            out.push(
+                Moved::new(self.metric.clone(), "count", self.found_w, None)
+                    .expected(self.exp_w.map(|e| e.min as f64))
+                    .server("warmup", ep, series),
+            );
+        }
+        out
+    }
+
     /// One finding: the cause `what`, the split and its effects.
     fn finding(&self, cx: &Context, code: Code, what: String, severity: Severity) -> Finding {
         let (dp, dw) = (self.dp.unwrap_or(0.0), self.dw.unwrap_or(0.0));
@@ -365,8 +440,13 @@ impl Problem {
         let mut f = Finding::new(
             code,
             format!(
-                "{}: {}: {what}.{}{}{}",
-                cx.name, cx.split, cx.ledger, cx.control_note, cx.repair
+                "{}. {}: {}.{}{}{}",
+                upper_first(&what),
+                cx.name,
+                cx.split,
+                cx.ledger,
+                cx.control_note,
+                cx.repair
             ),
         )
         .file(server_metrics::FILE)

@@ -283,6 +283,7 @@ pub fn advisory(ctx: &Ctx, out: &mut Vec<Finding>) {
     out.push(
         Finding::new(AIPERF_VERSION_ADVISORY, text)
             .file(crate::artifacts::summary::FILE)
+            .holds_for_version()
             .field("aiperf_version"),
     );
 }

@@ -31,11 +31,12 @@ use crate::artifacts::records::{self, Metric, Phase, Record};
 use crate::artifacts::server_metrics;
 use crate::artifacts::summary;
 use crate::config::PrefixSettings;
-use crate::findings::{Finding, Unit};
+use crate::findings::{Finding, Moved, Unit};
 use crate::frameworks::canonical;
 use crate::model::cache::ClientRateSum;
 pub use crate::model::cache::{client_rate, ClientRate};
 use crate::model::connection::Temperature;
+use crate::results::published::HIT_RATE;
 pub use prefill::{PrefillGroup, PrefillGroupKind};
 pub use raw_scrapes::RawScrapeRate;
 pub use report::Report;
@@ -546,7 +547,12 @@ impl Pass<'_> {
                 serde_json::json!({"low": r.hit_rate_low, "high": r.hit_rate_high}),
                 h.hit_rate,
             )
-            .effect("split_error", d, Unit::Pp),
+            .effect("split_error", d, Unit::Pp)
+            .moves(
+                Moved::new(HIT_RATE, "server", h.hit_rate, None)
+                    .expected(None)
+                    .bounds(r.hit_rate_low, r.hit_rate_high),
+            ),
         );
     }
 
@@ -734,6 +740,7 @@ impl Pass<'_> {
         )
         .file(server_metrics::FILE)
         .expected_found(client, h.hit_rate)
+        .moves(Moved::new(HIT_RATE, "server", h.hit_rate, client))
         .effect("gap", gap, Unit::Pp)
         .effect(
             "gap_after_raw_scrape_attribution",
@@ -741,51 +748,5 @@ impl Pass<'_> {
             Unit::Pp,
         );
         self.findings.push(f);
-    }
-
-    /// Prefill throughput over uncached tokens, and the groups it overstates.
-    fn prefill(&mut self) -> Vec<PrefillGroup> {
-        let ok = self
-            .records
-            .iter()
-            .filter(|r| r.phase == Phase::Profiling && r.is_success());
-        let groups = prefill::prefill_groups(ok);
-        let all_records = groups.first().map_or(0, |g| g.records);
-        // The hit group is reported only when it is not the whole run.
-        let flagged = groups.iter().filter(|g| {
-            g.group == PrefillGroupKind::All
-                || (g.group == PrefillGroupKind::Hit && g.records < all_records)
-        });
-        for g in flagged {
-            let Some(o) = g
-                .overstatement_pct
-                .filter(|o| *o > self.p.prefill_overstatement_pct)
-            else {
-                continue;
-            };
-            let which = if g.group == PrefillGroupKind::Hit {
-                "cache-hit"
-            } else {
-                "successful"
-            };
-            self.findings.push(
-                Finding::new(
-                    PREFILL_THROUGHPUT_OVERSTATED,
-                    format!(
-                        "prefill_throughput_per_user over {} {which} requests averages {:.0} \
-                         tokens/s, but over the uncached tokens actually prefilled it is {:.0} \
-                         tokens/s: overstated by {o:.1} %",
-                        g.records,
-                        g.published_mean.unwrap_or(f64::NAN),
-                        g.uncached_mean.unwrap_or(f64::NAN)
-                    ),
-                )
-                .file(records::FILE)
-                .field("metrics.prefill_throughput_per_user")
-                .expected_found(g.uncached_mean, g.published_mean)
-                .effect("overstatement", o, Unit::Percent),
-            );
-        }
-        groups
     }
 }

@@ -8,7 +8,9 @@
 
 use serde::Serialize;
 
-use crate::artifacts::records::{Metric, Record};
+use super::PREFILL_THROUGHPUT_OVERSTATED;
+use crate::artifacts::records::{self, Metric, Phase, Record};
+use crate::findings::{Finding, Moved, Unit};
 use crate::stats;
 
 closed_set! {
@@ -71,4 +73,75 @@ pub fn prefill_groups<'a>(ok: impl Iterator<Item = &'a Record>) -> Vec<PrefillGr
         group(PrefillGroupKind::Hit, &|h| h),
         group(PrefillGroupKind::Miss, &|h| !h),
     ]
+}
+
+impl super::Pass<'_> {
+    /// Prefill throughput over uncached tokens, and the groups it overstates.
+    pub(super) fn prefill(&mut self) -> Vec<PrefillGroup> {
+        let ok = self
+            .records
+            .iter()
+            .filter(|r| r.phase == Phase::Profiling && r.is_success());
+        let groups = prefill_groups(ok);
+        let all_records = groups.first().map_or(0, |g| g.records);
+        // The hit group is reported only when it is not the whole run.
+        let flagged = groups.iter().filter(|g| {
+            g.group == PrefillGroupKind::All
+                || (g.group == PrefillGroupKind::Hit && g.records < all_records)
+        });
+        let mut made: Option<usize> = None;
+        for g in flagged {
+            let Some(o) = g
+                .overstatement_pct
+                .filter(|o| *o > self.p.prefill_overstatement_pct)
+            else {
+                continue;
+            };
+            let which = if g.group == PrefillGroupKind::Hit {
+                "cache-hit"
+            } else {
+                "successful"
+            };
+            // One cause, one finding: the cache-hit requests' figure is
+            // said inside the finding of all successful ones.
+            if let Some(i) = made {
+                let f: &mut Finding = &mut self.findings[i];
+                f.message.push_str(&format!(
+                    "; over the {} {which} requests alone, {:.0} against {:.0} tokens/s ({o:+.1} %)",
+                    g.records,
+                    g.published_mean.unwrap_or(f64::NAN),
+                    g.uncached_mean.unwrap_or(f64::NAN)
+                ));
+                continue;
+            }
+            made = Some(self.findings.len());
+            self.findings.push(
+                Finding::new(
+                    PREFILL_THROUGHPUT_OVERSTATED,
+                    format!(
+                        "prefill_throughput_per_user over {} {which} requests averages {:.0} \
+                         tokens/s, but over the uncached tokens actually prefilled it is {:.0} \
+                         tokens/s: overstated by {o:.1} % (it divides every prompt token, \
+                         cached or not, by the time to first token)",
+                        g.records,
+                        g.published_mean.unwrap_or(f64::NAN),
+                        g.uncached_mean.unwrap_or(f64::NAN)
+                    ),
+                )
+                .file(records::FILE)
+                .field("metrics.prefill_throughput_per_user")
+                .expected_found(g.uncached_mean, g.published_mean)
+                .effect("overstatement", o, Unit::Percent)
+                .moves_all((g.group == PrefillGroupKind::All).then(|| {
+                    Moved::new(
+                        Metric::PrefillThroughputPerUser.tag(),
+                        "avg",
+                        g.published_mean,
+                        g.uncached_mean,
+                    )
+                })),
+            );
+        }
+        groups
+    }
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::{ClientRate, PrefillGroup, RawScrapeRate, ServerRate};
 use crate::checks::CheckReport;
+use crate::results::published::{Figure, Looked, HIT_RATE};
 use crate::results::{Headline, HeadlineUnit, HitRate, HitSource};
 
 /// Figures of the `prefix_cache` check.
@@ -41,6 +42,37 @@ pub struct Report {
 }
 
 impl CheckReport for Report {
+    /// The clients' hit rate and the headline server rate, each vouched for
+    /// when known.
+    fn figures(&self, reason: Option<&str>) -> Vec<Figure> {
+        let looked = |v: Option<f64>, why: &str| match (reason, v) {
+            (Some(r), _) => Looked::CannotTell(r.to_string()),
+            (None, Some(_)) => Looked::Vouches,
+            (None, None) => Looked::CannotTell(why.to_string()),
+        };
+        let unit = Some("ratio".to_string());
+        let mut out = vec![Figure::client(
+            HIT_RATE,
+            "client",
+            looked(
+                self.client.hit_rate,
+                "no successful record carries cached tokens (usage_prompt_cache_read_tokens)",
+            ),
+        )
+        .value(self.client.hit_rate, unit.clone())];
+        if let Some(h) = self.server.first() {
+            let why = if self.client.hit_rate.is_none() {
+                "the clients' cached tokens are unknown, so the server rate cannot be checked \
+                 against them"
+            } else {
+                "the server's counters give no rate"
+            };
+            let v = h.hit_rate.filter(|_| self.client.hit_rate.is_some());
+            out.push(Figure::client(HIT_RATE, "server", looked(v, why)).value(h.hit_rate, unit));
+        }
+        out
+    }
+
     fn summary(&self, _reason: Option<&str>) -> String {
         use crate::text::pct;
         let head = self.server.first();

@@ -1,6 +1,8 @@
 //! HTML: one self-contained page (inline CSS, inline SVG, a few lines of
-//! script; no network, no server) with the verdict, every finding most
-//! severe first linking to its run and metric, and per run its timeline,
+//! script; no network, no server) with the verdict, the published numbers
+//! that are not trusted (with what to publish instead) first, then the root
+//! causes, folded, most severe first, each linking to its run and metric,
+//! and per run its timeline,
 //! its TTFT and latency distributions and its hit rates. The page is a
 //! minijinja template (`report.html.j2`, HTML auto-escaping on) over view
 //! structs computed here; every string from the input also goes through
@@ -15,6 +17,7 @@ use minijinja::{AutoEscape, Environment};
 use serde::Serialize;
 
 use crate::findings::{Finding, Severity};
+use crate::results::published::Verdict;
 use crate::results::{HitRate, HitSource, Report, RunReport};
 
 const TEMPLATE: &str = include_str!("report.html.j2");
@@ -76,12 +79,25 @@ struct RunView {
     hit_rates: Vec<HitRow>,
 }
 
+/// A group of a run's published numbers with one verdict, or the count of
+/// its trusted ones.
+#[derive(Serialize)]
+struct NumberRow {
+    run: String,
+    run_anchor: String,
+    verdict: String,
+    subject: String,
+    items: String,
+    why: String,
+}
+
 #[derive(Serialize)]
 struct Page {
     tool_version: &'static str,
     closing_line: String,
     exit_code: i32,
     failed: bool,
+    numbers: Vec<NumberRow>,
     findings: Vec<FindingView>,
     runs: Vec<RunView>,
     errors: Vec<String>,
@@ -196,11 +212,40 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     }
     // Most severe first; within a severity, in run order.
     findings.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut numbers = Vec::new();
+    for (i, run) in report.runs.iter().enumerate() {
+        let row = |verdict: &str, subject: String, items: String, why: String| NumberRow {
+            run: text(&run.path),
+            run_anchor: format!("run-{i}"),
+            verdict: verdict.to_string(),
+            subject: text(&subject),
+            items: text(&items),
+            why: text(&why),
+        };
+        for g in super::numbers::untrusted(run) {
+            numbers.push(row(
+                g.verdict.as_str(),
+                g.subject.clone(),
+                g.items_text().join(", "),
+                g.why.clone(),
+            ));
+        }
+        if !run.published.is_empty() {
+            let trusted = super::numbers::count(run, Verdict::Trusted);
+            numbers.push(row(
+                "trusted",
+                format!("{trusted} of {}", run.published.len()),
+                "checked and trusted".into(),
+                String::new(),
+            ));
+        }
+    }
     let page = Page {
         tool_version: env!("CARGO_PKG_VERSION"),
         closing_line: super::closing_line(&report.summary),
         exit_code: report.summary.exit.code(),
         failed: report.summary.exit != crate::results::ExitStatus::Ok,
+        numbers,
         findings: findings.into_iter().map(|f| f.2).collect(),
         runs,
         errors: report

@@ -24,7 +24,7 @@ use serde::Serialize;
 use super::{Check, CheckOutput, CheckReport, CheckStatus, Ctx, Detail};
 use crate::artifacts::records::{self, Metric, Phase, Record, RequestRef};
 use crate::config::ColdSettings;
-use crate::findings::{Finding, Unit};
+use crate::findings::{Finding, Moved, Unit};
 use crate::model::connection::setup_ms;
 use crate::stats::{self, DiffInterval};
 
@@ -54,6 +54,8 @@ pub use crate::model::selection::PUBLISHED as KEY_METRICS;
 pub use crate::stats::Stat;
 
 pub use crate::model::connection::{temperature, Temperature};
+
+mod report;
 
 /// Counts per temperature for one phase.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -224,82 +226,6 @@ fn without_connection(r: &Record, m: Metric, v: f64) -> Option<f64> {
         Metric::PrefillThroughputPerUser => scaled(r.values.get(Metric::TimeToFirstToken)?),
         Metric::E2eOutputTokenThroughput => scaled(r.values.get(Metric::RequestLatency)?),
         _ => None,
-    }
-}
-
-impl CheckReport for Report {
-    fn summary(&self, reason: Option<&str>) -> String {
-        let why = reason.map(|r| format!("cannot tell: {r}"));
-        if self.profiling_records == 0 {
-            return why.unwrap_or_default();
-        }
-        let ttft = self
-            .metrics
-            .iter()
-            .find(|m| m.metric == Metric::TimeToFirstToken && m.stat == Stat::P99)
-            .and_then(|m| m.bias_pct)
-            .map(|b| format!("; TTFT p99 {b:+.1} % vs warm only"))
-            .unwrap_or_default();
-        format!(
-            "{}profiling: {} cold, {} warm, {} unknown of {}{ttft}{}",
-            why.map(|w| format!("{w}; ")).unwrap_or_default(),
-            self.cold,
-            self.warm,
-            self.unknown,
-            self.profiling_records,
-            if self.all_cold {
-                "; no warm baseline"
-            } else {
-                ""
-            }
-        )
-    }
-
-    fn headline(&self) -> Vec<super::Headline> {
-        let p99 = self
-            .metrics
-            .iter()
-            .find(|m| m.metric == Metric::TimeToFirstToken && m.stat == Stat::P99);
-        let Some(m) = p99 else {
-            return Vec::new();
-        };
-        let (warm, change_pct) = match m.bias_pct {
-            Some(b) if !self.all_cold => (m.warm_only, Some(b)),
-            _ => (None, None),
-        };
-        vec![super::Headline {
-            name: "TTFT p99 all / warm",
-            values: vec![m.all, warm],
-            unit: crate::results::HeadlineUnit::Ms,
-            change_pct,
-        }]
-    }
-
-    fn details(&self, status: CheckStatus) -> Vec<Detail> {
-        // The bias table needs a warm baseline; without one it is all n/a.
-        let shown = matches!(status, CheckStatus::Warn | CheckStatus::Fail) && !self.all_cold;
-        if !shown || self.metrics.is_empty() {
-            return Vec::new();
-        }
-        let rows = self
-            .metrics
-            .iter()
-            .map(|m| {
-                vec![
-                    m.metric.tag().to_string(),
-                    m.stat.to_string(),
-                    crate::text::fmt_opt(m.all, 3),
-                    crate::text::fmt_opt(m.warm_only, 3),
-                    m.bias_pct
-                        .map(|b| format!("{b:+.1} %"))
-                        .unwrap_or_else(|| "n/a".into()),
-                ]
-            })
-            .collect();
-        vec![Detail {
-            header: vec!["metric", "stat", "all", "warm only", "bias"],
-            rows,
-        }]
     }
 }
 
@@ -630,9 +556,11 @@ fn bias_finding(metric: Metric, over: &[Over], cold_requests: usize, n: &Noise) 
     let mut f = Finding::new(
         COLD_CONNECTION_BIAS,
         format!(
-            "{}: {} cold request(s) move {}{noise_note}",
-            metric.tag(),
+            "{} cold request(s) (they paid for DNS or a new connection) move {} {}{noise_note}. \
+             Publish the warm-only figures (`artifact-check clean --exclude-cold`), or re-run \
+             with connections opened before measuring (a warmup phase on the same connections)",
             cold_requests,
+            metric.tag(),
             listed.join(", ")
         ),
     )
@@ -643,8 +571,11 @@ fn bias_finding(metric: Metric, over: &[Over], cold_requests: usize, n: &Noise) 
         over.iter().map(|o| (o.0, o.2)).collect::<Vec<_>>(),
     )
     .effect("max_abs_bias", worst, Unit::Percent);
-    for (_, b, _, _) in over {
-        f = f.effect("bias", *b, Unit::Percent);
+    for (stat, b, all, warm) in over {
+        f = f.effect("bias", *b, Unit::Percent).moves(
+            Moved::new(metric.tag(), stat.aiperf(), *all, *warm)
+                .over(crate::findings::Over::WarmOnly),
+        );
     }
     if crate::model::connection::AFTER_FIRST_TOKEN.contains(&metric) {
         f = f.harmless(

@@ -14,6 +14,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
+mod root_cause;
+pub use root_cause::{merge_root_causes, MoveKind, Moved, Over};
+
 closed_set! {
     /// How bad a finding is. Ordered: `Info < Warning < Error`.
     #[derive(Default)]
@@ -250,6 +253,15 @@ pub struct Finding {
     /// The size of the effect.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub effect: Vec<Effect>,
+    /// What this one cause moves: each published figure with what it should
+    /// be, what it is and its corrected value (see [`Moved`]). A finding
+    /// that lists them is one per root cause: `metric` names the worst.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<Moved>,
+    /// An advisory that holds, word for word, for every run of the AIPerf
+    /// version that wrote the run: a text report says it once per audit.
+    #[serde(skip)]
+    pub per_version: bool,
 }
 
 impl Finding {
@@ -269,7 +281,28 @@ impl Finding {
             expected: None,
             found: None,
             effect: Vec::new(),
+            metrics: Vec::new(),
+            per_version: false,
         }
+    }
+
+    /// Marks an advisory that holds for every run of the version that wrote
+    /// the run (see [`Finding::per_version`]).
+    pub fn holds_for_version(mut self) -> Finding {
+        self.per_version = true;
+        self
+    }
+
+    /// Adds the figures this finding's cause moves.
+    pub fn moves_all(mut self, moved: impl IntoIterator<Item = Moved>) -> Finding {
+        self.metrics.extend(moved);
+        self
+    }
+
+    /// Adds a figure this finding's cause moves.
+    pub fn moves(mut self, moved: Moved) -> Finding {
+        self.metrics.push(moved);
+        self
     }
 
     /// Sets the file.
@@ -400,6 +433,7 @@ impl Identity {
     /// The identity of a finding as an earlier JSON report wrote it (`f` is
     /// one element of a run's `findings`).
     pub fn of_json(run: &str, code: &str, f: &Value) -> Identity {
+        let per_cause = f["metrics"].as_array().is_some_and(|m| !m.is_empty());
         let s = |v: &Value| match v {
             Value::Null => String::new(),
             Value::String(s) => s.clone(),
@@ -418,8 +452,16 @@ impl Identity {
             run: normal_run(run),
             code: code.to_string(),
             file: s(&f["file"]),
-            field: s(&f["field"]),
-            metric: s(&f["metric"]),
+            field: if per_cause {
+                String::new()
+            } else {
+                s(&f["field"])
+            },
+            metric: if per_cause {
+                String::new()
+            } else {
+                s(&f["metric"])
+            },
             endpoint: s(&f["endpoint"]),
             series,
         }
@@ -495,12 +537,16 @@ impl Finding {
             })
             .unwrap_or_default();
         let o = |v: &Option<String>| v.clone().unwrap_or_default();
+        // One finding per root cause: the worst metric it moves may change
+        // from one audit to the next, the cause does not.
+        let per_cause = !self.metrics.is_empty();
+        let subject = |v: &Option<String>| if per_cause { String::new() } else { o(v) };
         Identity {
             run: normal_run(run),
             code: self.code.as_str().to_string(),
             file: o(&self.file),
-            field: o(&self.field),
-            metric: o(&self.metric),
+            field: subject(&self.field),
+            metric: subject(&self.metric),
             endpoint: o(&self.endpoint),
             series,
         }
@@ -523,7 +569,7 @@ pub fn known_path(path: &str) -> Option<String> {
 
 /// The documentation of finding codes, compiled in: `explain` prints from
 /// the same table the documentation shows.
-const CHECKS_DOC: &str = include_str!("../docs/checks.md");
+const CHECKS_DOC: &str = include_str!("../../docs/checks.md");
 
 /// A code's row in docs/checks.md as (column, text) pairs after the code
 /// and severity (`meaning`, `when`, `what to do`: each table names its
