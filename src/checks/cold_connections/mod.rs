@@ -24,7 +24,7 @@ use serde::Serialize;
 use super::{Check, CheckOutput, CheckReport, CheckStatus, Ctx, Detail};
 use crate::artifacts::records::{self, Metric, Phase, Record, RequestRef};
 use crate::config::ColdSettings;
-use crate::findings::{Finding, Moved, Unit};
+use crate::findings::{Finding, Moved, Severity, Unit};
 use crate::model::connection::setup_ms;
 use crate::stats::{self, DiffInterval};
 
@@ -526,6 +526,14 @@ fn metric_effect(
             unit: Unit::Percent,
         });
     }
+    // What to do, where the connection is what moves them.
+    if let Some(f) = finding.as_mut().filter(|f| f.severity > Severity::Info) {
+        f.message.push_str(
+            ". Publish the warm-only figures (`artifact-check clean --exclude-cold`), or re-run \
+             with the connections opened before measuring (a warmup phase on the same \
+             connections)",
+        );
+    }
     Some((metrics, n, finding))
 }
 
@@ -556,9 +564,7 @@ fn bias_finding(metric: Metric, over: &[Over], cold_requests: usize, n: &Noise) 
     let mut f = Finding::new(
         COLD_CONNECTION_BIAS,
         format!(
-            "{} cold request(s) (they paid for DNS or a new connection) move {} {}{noise_note}. \
-             Publish the warm-only figures (`artifact-check clean --exclude-cold`), or re-run \
-             with connections opened before measuring (a warmup phase on the same connections)",
+            "{} cold request(s) (they paid for DNS or a new connection) move {} {}{noise_note}",
             cold_requests,
             metric.tag(),
             listed.join(", ")

@@ -413,6 +413,7 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
         findings.extend(p.findings(control, &report.windows));
     }
     windows::settle_overlap(&report.metrics, &mut findings);
+    resets::moves(&report.metrics, &mut findings);
     output(report, findings, reason)
 }
 

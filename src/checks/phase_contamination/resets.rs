@@ -4,9 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use super::{COUNTER_RESET, SERIES_CREATED_MID_PHASE};
+use super::{Classification, MetricRow, COUNTER_RESET, SERIES_CREATED_MID_PHASE};
+use crate::artifacts::records::Phase;
 use crate::artifacts::scrapes::{self, ScrapesRead};
 use crate::artifacts::server_metrics::{self, MetricType, ServerMetricsExport};
+use crate::findings::Moved;
 use crate::findings::{Finding, Severity, Unit};
 use crate::frameworks::{canonical, PROMPT_TOKEN_COUNTERS, REQUEST_SCOPED};
 use crate::model::resets::{self as model_resets, Birth, Reset};
@@ -243,5 +245,60 @@ pub fn birth_findings(births: &[Birth], server: &ServerMetricsExport, out: &mut 
         }
         f = f.severity(severity);
         out.push(f);
+    }
+}
+
+/// What a reset or a series born mid-phase moves: on its endpoint, every
+/// profiling row it explains (a reset: every family's rows the accounting
+/// gave the `reset` cause; a birth: its family's rows), with the row's
+/// count and sum and their corrected values or bounds. A row summed over
+/// several endpoints is left to the finding of its observer.
+pub fn moves(rows: &[MetricRow], findings: &mut [Finding]) {
+    for f in findings.iter_mut() {
+        let cause = if f.code == COUNTER_RESET && f.severity == Severity::Error {
+            Classification::Reset
+        } else if f.code == SERIES_CREATED_MID_PHASE && f.severity == Severity::Error {
+            Classification::SeriesCreatedMidPhase
+        } else {
+            continue;
+        };
+        let Some(ep) = f.endpoint.clone() else {
+            continue;
+        };
+        let explained = rows.iter().filter(|r| {
+            r.phase == Phase::Profiling
+                && r.endpoint == ep
+                && (cause == Classification::Reset || f.metric.as_deref() == Some(&r.metric))
+                && r.causes.iter().any(|c| c.cause == cause && c.count != 0)
+        });
+        let mut moved = Vec::new();
+        for r in explained {
+            let c = r.corrected.as_ref();
+            let series = Some(crate::text::labels(&r.series));
+            let as_f = |x: Option<u64>| x.map(|x| x as f64);
+            moved.push(
+                Moved::new(
+                    r.metric.clone(),
+                    "count",
+                    r.found_count,
+                    c.map(|c| c.count as f64),
+                )
+                .expected(r.expected_count.map(|e| e.min as f64))
+                .bounds(
+                    as_f(c.and_then(|c| c.count_low)),
+                    as_f(c.and_then(|c| c.count_high)),
+                )
+                .server("profiling", Some(ep.clone()), series.clone()),
+            );
+            if r.found_sum.is_some() {
+                moved.push(
+                    Moved::new(r.metric.clone(), "sum", r.found_sum, c.and_then(|c| c.sum))
+                        .expected(None)
+                        .bounds(c.and_then(|c| c.sum_low), c.and_then(|c| c.sum_high))
+                        .server("profiling", Some(ep.clone()), series),
+                );
+            }
+        }
+        f.metrics.extend(moved);
     }
 }
