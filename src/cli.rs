@@ -282,6 +282,10 @@ pub struct CompareArgs {
     /// Bootstrap resamples.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub resamples: usize,
+    /// No colour (the comparison is written without colour in any case;
+    /// accepted as the audit accepts it, and `NO_COLOR` is honoured).
+    #[arg(long)]
+    pub no_color: bool,
     /// Bootstrap seed (the same runs and seed give the same intervals).
     #[arg(long, default_value_t = 7, value_name = "N")]
     pub seed: u64,

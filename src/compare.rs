@@ -18,6 +18,7 @@ use rayon::prelude::*;
 use crate::artifacts::records::{Metric, Phase, Record};
 use crate::config::Settings;
 use crate::findings::{Finding, Severity, Unit};
+use crate::results::published::Verdict;
 use crate::model::connection::Temperature;
 use crate::model::selection::{self, Exclusions};
 pub use crate::results::comparison::{Comparison, Row, Setup};
@@ -27,7 +28,7 @@ crate::define_codes! { "compare";
     COMPARE_REGRESSION => ("compare-regression", Error,
         "B is worse than A beyond noise and beyond --fail-on-regression"),
     COMPARE_CONTAMINATED => ("compare-contaminated", Warning,
-        "A compared run has error findings: its published numbers are wrong, so is the difference"),
+        "A compared number of a run is not to be trusted (biased or wrong for a cause the comparison's cleaning does not remove): so is the difference"),
     COMPARE_CONFIG_DIFFERS => ("compare-config-differs", Warning,
         "The runs differ in AIPerf version or configuration: the difference is not the server's alone"),
     COMPARE_COLD_SHARE_DIFFERS => ("compare-cold-share-differs", Warning,
@@ -342,6 +343,7 @@ fn row(
         interval: iv,
         method,
         higher_is_better: spec.higher_is_better,
+        unit: unit_of(spec.metric, sa).or_else(|| unit_of(spec.metric, sb)),
     })
 }
 
@@ -365,7 +367,7 @@ pub fn compare(
         .enumerate()
         .filter_map(|(i, spec)| row(spec, i as u64, (&ka, &kb), (&sa, &sb), opts, concurrency))
         .collect();
-    let mut findings = unsafe_findings(&sa, &sb);
+    let mut findings = unsafe_findings(&sa, &sb, &rows, opts.exclusions);
     findings.extend(regressions(&rows, opts.fail_on_regression_pct));
     let fail_on = settings.fail_on;
     let exit_code = i32::from(findings.iter().any(|f| f.severity >= fail_on));
@@ -385,49 +387,112 @@ pub fn compare(
     })
 }
 
+/// A metric's unit as a run's published numbers give it.
+fn unit_of(metric: &str, s: &Side) -> Option<String> {
+    s.report
+        .published
+        .iter()
+        .find(|p| p.metric == metric && p.endpoint.is_none())
+        .and_then(|p| p.unit.clone())
+}
+
 /// Every reason the two runs should not be compared as they are.
-fn unsafe_findings(a: &Side, b: &Side) -> Vec<Finding> {
-    let mut out = contaminated(a, b);
+fn unsafe_findings(a: &Side, b: &Side, rows: &[Row], ex: Exclusions) -> Vec<Finding> {
+    let mut out = contaminated(a, b, rows, ex);
     out.extend(config_differs(&a.setup, &b.setup));
     out.extend(cold_share_differs(&a.setup, &b.setup));
     out
 }
 
-/// A run with error findings.
-fn contaminated(a: &Side, b: &Side) -> Vec<Finding> {
+/// A compared number one run publishes that is not to be trusted, for a
+/// cause the comparison's cleaning does not remove: `(metric stat, codes)`.
+fn untrusted_compared(
+    s: &Side,
+    rows: &[Row],
+    ex: Exclusions,
+    cold_alike: bool,
+) -> Vec<(String, Vec<&'static str>)> {
+    use crate::findings::Over;
+    let removed = |code: crate::findings::Code, metric: &str, stat: &str| {
+        // Every figure the cause moves here is over records the cleaning
+        // drops (cold requests with --exclude-cold, the opening wave and the
+        // drain tail with --steady-state).
+        let moved: Vec<&crate::findings::Moved> = s
+            .report
+            .findings
+            .iter()
+            .filter(|f| f.code == code)
+            .flat_map(|f| &f.metrics)
+            .filter(|m| m.metric == metric && m.stat == stat)
+            .collect();
+        !moved.is_empty()
+            && moved.iter().all(|m| match m.over {
+                // Cold requests in like shares bias both runs alike (unlike
+                // shares are `compare-cold-share-differs`).
+                Some(Over::WarmOnly) => ex.cold || cold_alike,
+                Some(Over::SteadyState) => ex.steady_state,
+                None => false,
+            })
+    };
     let mut out = Vec::new();
-    for (name, s) in [("A", a), ("B", b)] {
-        if s.setup.error_findings > 0 {
-            let mut codes: Vec<&str> = s
-                .report
-                .findings
-                .iter()
-                .filter(|f| f.severity == Severity::Error)
-                .map(|f| f.code.as_str())
-                .collect();
-            codes.sort_unstable();
-            codes.dedup();
-            out.push(
-                Finding::new(
-                    COMPARE_CONTAMINATED,
-                    format!(
-                        "run {name} ({}) has {} error finding(s) ({}): its published numbers are \
-                         wrong, and so is a difference taken from them; audit it \
-                         (`artifact-check {}`) and compare after fixing or cleaning",
-                        s.report.path,
-                        s.setup.error_findings,
-                        codes.join(", "),
-                        s.report.path
-                    ),
-                )
-                .file(s.report.path.clone())
-                .effect(
-                    "error_findings",
-                    s.setup.error_findings as f64,
-                    Unit::Count,
-                ),
-            );
+    for r in rows {
+        let stat = r.stat.aiperf();
+        let Some(p) = s
+            .report
+            .published
+            .iter()
+            .find(|p| p.endpoint.is_none() && p.metric == r.metric && p.stat == stat)
+        else {
+            continue;
+        };
+        let unsafe_ = matches!(p.verdict, Verdict::Biased | Verdict::Wrong)
+            || (p.verdict == Verdict::CannotTell && !p.causes.is_empty());
+        let codes: Vec<&'static str> = p
+            .causes
+            .iter()
+            .filter(|c| !removed(**c, r.metric, stat))
+            .map(|c| c.as_str())
+            .collect();
+        if unsafe_ && !codes.is_empty() {
+            out.push((format!("{} {stat}", r.metric), codes));
         }
+    }
+    out
+}
+
+/// A run whose compared numbers are not to be trusted (a server-side error
+/// compare does not use is no reason, nor cold requests in like shares in
+/// both runs).
+fn contaminated(a: &Side, b: &Side, rows: &[Row], ex: Exclusions) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let cold_alike = cold_share_differs(&a.setup, &b.setup).is_none();
+    for (name, s) in [("A", a), ("B", b)] {
+        let bad = untrusted_compared(s, rows, ex, cold_alike);
+        if bad.is_empty() {
+            continue;
+        }
+        let mut codes: Vec<&str> = bad.iter().flat_map(|(_, c)| c.iter().copied()).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        let numbers: Vec<&str> = bad.iter().map(|(n, _)| n.as_str()).collect();
+        out.push(
+            Finding::new(
+                COMPARE_CONTAMINATED,
+                format!(
+                    "run {name} ({}): {} compared number(s) are not to be trusted ({}; {}), \
+                     and neither is a difference taken from them; audit it (`artifact-check \
+                     {}`), and compare with the cleaning that removes the cause \
+                     (--exclude-cold, --steady-state) where there is one",
+                    s.report.path,
+                    numbers.len(),
+                    crate::text::clip(&numbers.join(", "), 120),
+                    codes.join(", "),
+                    s.report.path
+                ),
+            )
+            .file(s.report.path.clone())
+            .effect("untrusted_numbers", numbers.len() as f64, Unit::Count),
+        );
     }
     out
 }

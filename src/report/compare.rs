@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{ContentArrangement, Table};
+use comfy_table::{ColumnConstraint, ContentArrangement, Table};
 
 use crate::results::comparison::{Comparison, Row};
 use crate::text::escape::visible;
@@ -35,10 +35,11 @@ fn verdict(r: &Row) -> &'static str {
     }
 }
 
-fn cells(r: &Row) -> [String; 7] {
+fn cells(r: &Row) -> [String; 8] {
     [
         r.metric.to_string(),
         r.stat.as_str().to_string(),
+        r.unit.clone().unwrap_or_default(),
         num(r.a),
         num(r.b),
         match (r.difference, r.difference_pct) {
@@ -52,9 +53,10 @@ fn cells(r: &Row) -> [String; 7] {
     ]
 }
 
-const HEADER: [&str; 7] = [
+const HEADER: [&str; 8] = [
     "metric",
     "stat",
+    "unit",
     "A",
     "B",
     "B - A",
@@ -101,6 +103,12 @@ pub fn render(c: &Comparison, format: CompareFormat, out: &mut dyn Write) -> io:
             }
             for r in &c.rows {
                 t.add_row(cells(r));
+            }
+            // Names and units whole: the other columns wrap.
+            for i in [0, 2] {
+                if let Some(col) = t.column_mut(i) {
+                    col.set_constraint(ColumnConstraint::ContentWidth);
+                }
             }
             writeln!(out, "{t}")?;
             for f in &c.findings {

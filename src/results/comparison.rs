@@ -59,6 +59,9 @@ pub struct Row {
     pub method: &'static str,
     /// Higher is better for this metric (throughputs, hit rate).
     pub higher_is_better: bool,
+    /// The unit, as the runs' summary gives it (`ms`, `tokens/sec/user`;
+    /// `ratio` for the hit rate); `null` when neither says.
+    pub unit: Option<String>,
 }
 
 /// The comparison.

@@ -1,7 +1,8 @@
 //! Distributions of TTFT and request latency: over every successful
 //! profiling record (what AIPerf publishes), warm-only (cold connections
-//! dropped) and steady-state (opening wave and drain tail dropped), on
-//! log-spaced bins, with the published percentiles marked.
+//! dropped) and steady-state (opening wave and drain tail dropped), one
+//! panel each on one log-spaced x axis in milliseconds, each with its own
+//! y axis in requests per bin, the published percentiles marked.
 
 use serde::Serialize;
 
@@ -9,14 +10,16 @@ use crate::results::timeline::{Distribution, Timeline};
 
 const BINS: usize = 40;
 const W: f64 = 480.0;
-const H: f64 = 120.0;
+const H: f64 = 60.0;
 
-/// One series as a step outline.
+/// One series as a step outline, in a panel of its own.
 #[derive(Debug, Serialize)]
 pub struct Series {
     name: &'static str,
     count: usize,
     points: String,
+    /// The most requests in one bin: the top of the panel's y axis.
+    peak: usize,
 }
 
 /// A percentile mark.
@@ -34,6 +37,8 @@ pub struct DistView {
     height: f64,
     series: Vec<Series>,
     marks: Vec<Mark>,
+    /// The published percentiles in words (`p50 408.2 ms, ...`).
+    marks_text: String,
     axis: Vec<Mark>,
 }
 
@@ -42,29 +47,20 @@ pub fn views(tl: &Timeline) -> Vec<DistView> {
     tl.distributions().iter().map(view).collect()
 }
 
-/// Each set's histogram as a step outline, on one scale.
+/// Each set's histogram as a step outline, each on its own y scale.
 fn series(sets: &[(&'static str, &Vec<f64>)], bin: &dyn Fn(f64) -> usize) -> Vec<Series> {
-    let counts = |vals: &[f64]| {
-        let mut c = vec![0_usize; BINS];
-        for &v in vals {
-            c[bin(v)] += 1;
-        }
-        c
-    };
-    let hist: Vec<(&'static str, usize, Vec<usize>)> =
-        sets.iter().map(|(n, v)| (*n, v.len(), counts(v))).collect();
-    let peak = hist
-        .iter()
-        .flat_map(|h| h.2.iter().copied())
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
     let bw = W / BINS as f64;
-    hist.into_iter()
-        .map(|(name, count, c)| {
+    sets.iter()
+        .map(|(name, vals)| {
+            let mut c = vec![0_usize; BINS];
+            for &v in vals.iter() {
+                c[bin(v)] += 1;
+            }
+            let peak = c.iter().copied().max().unwrap_or(0);
+            let top = peak.max(1) as f64;
             let mut pts = format!("0,{H:.1}");
             for (i, n) in c.iter().enumerate() {
-                let y = H - *n as f64 / peak * H;
+                let y = H - *n as f64 / top * H;
                 pts.push_str(&format!(
                     " {:.1},{y:.1} {:.1},{y:.1}",
                     i as f64 * bw,
@@ -74,8 +70,9 @@ fn series(sets: &[(&'static str, &Vec<f64>)], bin: &dyn Fn(f64) -> usize) -> Vec
             pts.push_str(&format!(" {W:.1},{H:.1}"));
             Series {
                 name,
-                count,
+                count: vals.len(),
                 points: pts,
+                peak,
             }
         })
         .collect()
@@ -93,7 +90,7 @@ fn view(d: &Distribution) -> DistView {
         ("steady state", &d.steady),
     ];
     let series = series(&sets, &bin);
-    let marks = d
+    let marks: Vec<Mark> = d
         .percentiles
         .iter()
         .map(|&(q, v)| Mark {
@@ -101,6 +98,11 @@ fn view(d: &Distribution) -> DistView {
             label: format!("p{q:.0} {v:.1} ms"),
         })
         .collect();
+    let marks_text = marks
+        .iter()
+        .map(|m| m.label.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
     let axis = (0..=4)
         .map(|i| {
             let f = i as f64 / 4.0;
@@ -116,6 +118,7 @@ fn view(d: &Distribution) -> DistView {
         height: H,
         series,
         marks,
+        marks_text,
         axis,
     }
 }
