@@ -18,10 +18,10 @@ use rayon::prelude::*;
 use crate::artifacts::records::{Metric, Phase, Record};
 use crate::config::Settings;
 use crate::findings::{Finding, Severity, Unit};
-use crate::results::published::Verdict;
 use crate::model::connection::Temperature;
 use crate::model::selection::{self, Exclusions};
 pub use crate::results::comparison::{Comparison, Row, Setup};
+use crate::results::published::Verdict;
 use crate::stats::{self, Stat};
 
 crate::define_codes! { "compare";

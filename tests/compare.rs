@@ -166,16 +166,30 @@ fn comparing_with_a_contaminated_or_different_run_warns() {
         &[],
     );
     assert_eq!(code, 0, "warnings do not fail at the default level");
-    assert!(codes(&c).contains(&"compare-contaminated".into()), "{:?}", codes(&c));
+    assert!(
+        codes(&c).contains(&"compare-contaminated".into()),
+        "{:?}",
+        codes(&c)
+    );
     let f = &c["findings"][0];
-    assert!(f["message"].as_str().expect("m").contains("time_to_first_token p99"), "{f}");
+    assert!(
+        f["message"]
+            .as_str()
+            .expect("m")
+            .contains("time_to_first_token p99"),
+        "{f}"
+    );
     // Cleaned of cold requests and tails, nothing compared is biased.
     let (c, _) = compare(
         "sample-artifacts/runs/clean",
         "sample-artifacts/runs/cold-tls",
         &["--exclude-cold", "--steady-state"],
     );
-    assert!(!codes(&c).contains(&"compare-contaminated".into()), "{:?}", codes(&c));
+    assert!(
+        !codes(&c).contains(&"compare-contaminated".into()),
+        "{:?}",
+        codes(&c)
+    );
     let (c, code) = compare(
         "sample-artifacts/runs/clean",
         "sample-artifacts/runs/late-warmup",
@@ -184,8 +198,14 @@ fn comparing_with_a_contaminated_or_different_run_warns() {
     assert_eq!(code, 0);
     let codes = codes(&c);
     assert!(!codes.contains(&"compare-contaminated".into()), "{codes:?}");
-    assert!(codes.contains(&"compare-config-differs".into()), "{codes:?}");
-    assert!(codes.contains(&"compare-cold-share-differs".into()), "{codes:?}");
+    assert!(
+        codes.contains(&"compare-config-differs".into()),
+        "{codes:?}"
+    );
+    assert!(
+        codes.contains(&"compare-cold-share-differs".into()),
+        "{codes:?}"
+    );
     let (_, code) = compare(
         "sample-artifacts/runs/clean",
         "sample-artifacts/runs/late-warmup",
