@@ -13,6 +13,11 @@ use serde_json::Value;
 
 use crate::findings::{Finding, Identity, RunNames};
 
+crate::define_codes! { "suppressions";
+    UNUSED_SUPPRESSION => ("unused-suppression", Warning,
+        "A --baseline entry, or a [[scoped-ignore]] with a run glob, matched no finding of a run it names: what it accepted is gone, and it would hide a new finding"),
+}
+
 /// The findings of a baseline report.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Baseline {
@@ -92,6 +97,21 @@ impl Baseline {
             || run
                 .benchmark_id
                 .is_some_and(|b| self.keys.contains(&f.identity(&RunNames::benchmark_key(b))))
+    }
+
+    /// The entries it holds for a run (under its identity or its
+    /// `benchmark_id`), each as the identity a finding of that run would
+    /// have.
+    pub fn entries_of(&self, run: &RunNames) -> BTreeSet<Identity> {
+        let bench = run.benchmark_id.map(RunNames::benchmark_key);
+        self.keys
+            .iter()
+            .filter(|k| k.run == run.id || Some(&k.run) == bench.as_ref())
+            .map(|k| Identity {
+                run: run.id.to_string(),
+                ..k.clone()
+            })
+            .collect()
     }
 
     /// Where it was read from, in words (a suppression's reason).

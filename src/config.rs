@@ -268,6 +268,14 @@ pub struct ScopedIgnore {
 }
 
 impl ScopedIgnore {
+    /// Whether its `run` glob (if any) names the run.
+    pub fn applies_to(&self, run: &RunNames) -> bool {
+        self.run.as_ref().is_none_or(|g| {
+            let shown = run.shown.trim_start_matches("./").trim_end_matches('/');
+            g.matches(run.id) || g.matches(run.shown) || g.matches(shown)
+        })
+    }
+
     /// Whether this silences `f`, a finding of the run named `run`.
     pub fn silences(&self, f: &Finding, run: &RunNames) -> bool {
         let canon = crate::frameworks::canonical;
@@ -285,10 +293,7 @@ impl ScopedIgnore {
                 .endpoint
                 .as_deref()
                 .is_none_or(|e| f.endpoint.is_some() && id.endpoint == e)
-            && self.run.as_ref().is_none_or(|g| {
-                let shown = run.shown.trim_start_matches("./").trim_end_matches('/');
-                g.matches(run.id) || g.matches(run.shown) || g.matches(shown)
-            })
+            && self.applies_to(run)
     }
 }
 

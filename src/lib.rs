@@ -65,6 +65,7 @@ pub use crate::results::{
 static CODES: std::sync::LazyLock<Vec<Code>> = std::sync::LazyLock::new(|| {
     checks::codes()
         .chain(claims::CODES.iter().copied())
+        .chain(baseline::CODES.iter().copied())
         .chain(compare::CODES.iter().copied())
         .collect()
 });
@@ -194,9 +195,17 @@ pub fn audit_with_model(
         benchmark_id: benchmark_id.as_deref(),
     };
     let suppressed = silence(&mut findings, settings, options, &names);
+    findings.extend(unused_suppressions(&suppressed, settings, options, &names));
     findings::cap(&mut findings);
     let checks = statuses(outputs, &findings);
-    let published = published_of(&ctx, &checks, &findings);
+    // A silenced finding still moves its numbers: the gate accepts it, the
+    // number is no truer for that.
+    let moving: Vec<Finding> = findings
+        .iter()
+        .cloned()
+        .chain(suppressed.iter().map(|s| s.finding.clone()))
+        .collect();
+    let published = published_of(&ctx, &checks, &moving);
     let phases = phases_of(model);
     let timeline = options
         .timeline
@@ -252,6 +261,68 @@ type CheckOut = (
     std::sync::Arc<dyn results::CheckReport>,
     Option<String>,
 );
+
+/// The suppressions that silenced nothing in this run, one finding for
+/// them all: baseline entries held for this run whose finding is gone (of
+/// codes the filters keep), and scoped ignores whose `run` glob names this
+/// run. Either would hide a new finding of the same identity.
+fn unused_suppressions(
+    suppressed: &[results::Suppressed],
+    settings: &Settings,
+    options: &RunOptions,
+    names: &RunNames,
+) -> Option<Finding> {
+    let used: std::collections::BTreeSet<findings::Identity> = suppressed
+        .iter()
+        .filter(|s| s.rule == results::SuppressedBy::Baseline)
+        .map(|s| s.finding.identity(names.id))
+        .collect();
+    let mut unused: Vec<String> = options
+        .baseline
+        .entries_of(names)
+        .into_iter()
+        .filter(|k| !used.contains(k))
+        .filter(|k| code(&k.code).is_some_and(|c| settings.filter.keeps(c)))
+        .map(|k| {
+            let subject = [k.metric.as_str(), k.field.as_str(), k.endpoint.as_str()]
+                .into_iter()
+                .find(|s| !s.is_empty())
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default();
+            format!("baseline {}{subject}", k.code)
+        })
+        .collect();
+    let run_scoped = settings
+        .filter
+        .scoped
+        .iter()
+        .filter(|i| i.run.is_some() && i.applies_to(names));
+    for i in run_scoped {
+        let silenced = suppressed.iter().any(|s| {
+            s.rule == results::SuppressedBy::ScopedIgnore && i.silences(&s.finding, names)
+        });
+        if !silenced {
+            unused.push(format!("scoped-ignore {} ({})", i.code.as_str(), i.reason));
+        }
+    }
+    if unused.is_empty() {
+        return None;
+    }
+    let n = unused.len();
+    let shown = text::clip(&unused.join("; "), 400).into_owned();
+    Some(
+        Finding::new(
+            baseline::UNUSED_SUPPRESSION,
+            format!(
+                "{n} suppression(s) matched no finding of this run: {shown}. What they accepted \
+                 is gone (or its identity changed), and they would hide a new finding of the \
+                 same identity: regenerate the baseline (`--report json=baseline.json`) or \
+                 remove the scoped ignore"
+            ),
+        )
+        .effect("unused_suppressions", n as f64, findings::Unit::Count),
+    )
+}
 
 /// Applies the filters: `--select`/`--ignore` choose codes; a scoped ignore
 /// or the baseline silences a finding, which is kept as data with why.

@@ -441,6 +441,71 @@ fn a_baseline_passes_an_unchanged_run_and_fails_a_new_finding() {
     assert!(err.contains("not an artifact-check JSON report"), "{err}");
 }
 
+/// A suppression that silenced nothing warns (`unused-suppression`, as
+/// ruff's RUF100): a baseline entry whose finding is gone, and a scoped
+/// ignore whose run glob names the run but silenced nothing there. One
+/// that is used does not.
+#[test]
+fn an_unused_suppression_warns() {
+    let (t, dir) = copy_run("late-warmup");
+    let d = dir.to_str().expect("utf8");
+    // The baseline of the broken run, applied to the same run fixed: its
+    // entries match nothing.
+    let base = t.path().join("baseline.json");
+    let _ = cli(&[d, "--report", &format!("json={}", base.display())]);
+    let b = base.to_str().expect("utf8");
+    let (report, _) = json_report(&[&dir], &["--baseline", b]);
+    let unused = |r: &Value| -> Vec<Value> {
+        r["runs"][0]["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter(|f| f["code"] == "unused-suppression")
+            .cloned()
+            .collect()
+    };
+    assert!(unused(&report).is_empty(), "every entry is used: {report}");
+    let (_keep, clean) = copy_run("clean");
+    let clean_base = t.path().join("clean-baseline.json");
+    // A baseline of late-warmup's findings under the clean run's identity.
+    let mut v: Value =
+        serde_json::from_str(&fs::read_to_string(&base).expect("read")).expect("json");
+    let (clean_report, _) = json_report(&[&clean], &[]);
+    v["runs"][0]["id"] = clean_report["runs"][0]["id"].clone();
+    v["runs"][0]["benchmark_id"] = Value::Null;
+    fs::write(&clean_base, v.to_string()).expect("write");
+    let (report, code) = json_report(
+        &[&clean],
+        &["--baseline", clean_base.to_str().expect("utf8")],
+    );
+    let u = unused(&report);
+    assert_eq!(u.len(), 1, "{report}");
+    assert_eq!(u[0]["severity"], "warning");
+    assert!(
+        u[0]["message"]
+            .as_str()
+            .expect("m")
+            .contains("baseline late-warmup-observation"),
+        "{}",
+        u[0]
+    );
+    assert_eq!(code, 0, "a warning does not fail at the default level");
+    // A scoped ignore naming the run by glob, silencing nothing there.
+    let cfg = t.path().join("artifact-check.toml");
+    fs::write(
+        &cfg,
+        "[[scoped-ignore]]\ncode = \"counter-reset\"\nrun = \"*clean*\"\nreason = \"restarts are planned\"\n",
+    )
+    .expect("write");
+    let (report, _) = json_report(&[&clean], &["--config", cfg.to_str().expect("utf8")]);
+    let u = unused(&report);
+    assert_eq!(u.len(), 1, "{report}");
+    assert!(u[0]["message"]
+        .as_str()
+        .expect("m")
+        .contains("scoped-ignore counter-reset (restarts are planned)"));
+}
+
 /// Throughput claims are held to AIPerf's own figure: the summary's
 /// `output_token_throughput` and `request_throughput` of every 0.13.0
 /// sample run are supported within 0.01 %, and 10 % more is a mismatch.

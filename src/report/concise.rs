@@ -74,6 +74,29 @@ fn verdict_line(run: &RunReport) -> String {
     )
 }
 
+/// A claim with ✓ (holds), ✗ (does not) or ? (cannot tell), as k6 lists
+/// its thresholds: passing ones too.
+fn claim_line(c: &crate::results::ClaimResult) -> String {
+    let mark = match c.within {
+        Some(true) => "✓",
+        Some(false) => "✗",
+        None => "?",
+    };
+    let supported = c
+        .supported
+        .map_or("cannot tell".into(), crate::text::figure);
+    let diff = c
+        .difference_pct
+        .map(|d| format!(" ({d:+.1} %)"))
+        .unwrap_or_default();
+    let line = format!(
+        "  {mark} claim {} = {}: the artifacts give {supported}{diff}",
+        visible(&c.name),
+        crate::text::figure(c.claimed)
+    );
+    clip(&line, WIDTH).into_owned()
+}
+
 /// The published numbers that are not trusted, a group a line, and how
 /// many were checked and trusted.
 fn number_lines(run: &RunReport) -> Vec<String> {
@@ -150,6 +173,9 @@ pub fn render(report: &Report, opts: Options, out: &mut dyn Write) -> io::Result
             writeln!(out, "{}", verdict_line(run))?;
             for l in number_lines(run) {
                 writeln!(out, "{l}")?;
+            }
+            for c in &run.claims {
+                writeln!(out, "{}", claim_line(c))?;
             }
             let shown = fail_on.min(Severity::Warning);
             for f in ranked(run).into_iter().filter(|f| f.severity >= shown) {

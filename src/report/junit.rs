@@ -176,6 +176,27 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         for p in &run.published {
             suite.add_test_case(number_case(run, p, fail_on));
         }
+        if !run.suppressed.is_empty() {
+            let lines: Vec<String> = run
+                .suppressed
+                .iter()
+                .map(|s| {
+                    visible(&format!(
+                        "suppressed [{}] {} ({}: {})",
+                        s.finding.severity.as_str(),
+                        s.finding.code.as_str(),
+                        s.rule.as_str(),
+                        s.reason
+                    ))
+                    .into_owned()
+                })
+                .collect();
+            suite.set_system_out(format!(
+                "{} finding(s) suppressed\n{}",
+                run.suppressed.len(),
+                lines.join("\n")
+            ));
+        }
         junit.add_test_suite(suite);
     }
     if !report.errors.is_empty() {

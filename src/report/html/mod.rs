@@ -73,6 +73,8 @@ struct RunView {
     errors: usize,
     warnings: usize,
     infos: usize,
+    /// The silenced findings: `code (rule: reason)`.
+    suppressed: Vec<String>,
     checks: Vec<CheckView>,
     timeline: Option<timeline::TimelineView>,
     dists: Vec<dist::DistView>,
@@ -173,6 +175,18 @@ fn run_view(i: usize, run: &RunReport) -> RunView {
         errors: run.count(Severity::Error),
         warnings: run.count(Severity::Warning),
         infos: run.count(Severity::Info),
+        suppressed: run
+            .suppressed
+            .iter()
+            .map(|s| {
+                text(&format!(
+                    "{} ({}: {})",
+                    s.finding.code.as_str(),
+                    s.rule.as_str(),
+                    s.reason
+                ))
+            })
+            .collect(),
         checks: run
             .checks
             .iter()
