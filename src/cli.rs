@@ -117,6 +117,12 @@ pub struct AuditArgs {
     /// docs/fleet.md.
     #[arg(long, value_name = "INDEX/COUNT")]
     pub shard: Option<crate::discover::Shard>,
+    /// Do not follow symbolic links to directories below the given paths
+    /// (they are followed by default, each resolved directory once); every
+    /// link not followed is listed in the summary (`summary.skipped`) and
+    /// counted on the closing line.
+    #[arg(long)]
+    pub no_follow_links: bool,
     /// Check this many runs in parallel [default and maximum: the cores].
     #[arg(long, short)]
     pub jobs: Option<usize>,

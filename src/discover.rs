@@ -95,7 +95,19 @@ pub fn find_shard_ids(
     paths: &[PathBuf],
     shard: Option<Shard>,
 ) -> (Vec<(PathBuf, String)>, Vec<PathError>) {
-    let (runs, errors) = find_shard(paths, shard);
+    let (ids, errors, _) = find_shard_ids_following(paths, shard, true);
+    (ids, errors)
+}
+
+/// [`find_shard_ids`], following symlinked directories below the given
+/// paths or not (`--no-follow-links`); the links not followed are returned
+/// (third), each with why: a skipped directory is never silent.
+pub fn find_shard_ids_following(
+    paths: &[PathBuf],
+    shard: Option<Shard>,
+    follow: bool,
+) -> (Vec<(PathBuf, String)>, Vec<PathError>, Vec<PathError>) {
+    let (runs, errors, skipped) = search(paths, shard, follow);
     let ids = runs
         .into_iter()
         .map(|r| {
@@ -104,7 +116,7 @@ pub fn find_shard_ids(
             (r, id)
         })
         .collect();
-    (ids, errors)
+    (ids, errors, skipped)
 }
 
 /// Runs found under `paths`, sorted and de-duplicated, plus the paths that
@@ -116,8 +128,20 @@ pub fn find_runs(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathError>) {
 /// [`find_runs`], keeping only `shard`'s runs when one is given. A path that
 /// holds runs, none of them this shard's, is not an error.
 pub fn find_shard(paths: &[PathBuf], shard: Option<Shard>) -> (Vec<PathBuf>, Vec<PathError>) {
+    let (runs, errors, _) = search(paths, shard, true);
+    (runs, errors)
+}
+
+/// The search behind [`find_shard`]: the runs, the path errors, and the
+/// symlinked directories not followed (only when `follow` is false).
+fn search(
+    paths: &[PathBuf],
+    shard: Option<Shard>,
+    follow: bool,
+) -> (Vec<PathBuf>, Vec<PathError>, Vec<PathError>) {
     let mut runs = Vec::new();
     let mut errors = Vec::new();
+    let mut skipped = Vec::new();
     // Resolved directories already searched: each once.
     let mut seen = std::collections::HashSet::new();
     for p in paths {
@@ -137,7 +161,14 @@ pub fn find_shard(paths: &[PathBuf], shard: Option<Shard>) -> (Vec<PathBuf>, Vec
             Ok(_) if fs::canonicalize(p).is_ok_and(|c| seen.contains(&c)) => {}
             Ok(_) => {
                 let before = runs.len();
-                walk(p, &mut runs, &mut errors, &mut seen);
+                let mut w = Walk {
+                    runs: &mut runs,
+                    errors: &mut errors,
+                    skipped: &mut skipped,
+                    seen: &mut seen,
+                    follow,
+                };
+                w.walk(p);
                 if runs.len() == before {
                     errors.push(PathError {
                         path: shown,
@@ -159,49 +190,62 @@ pub fn find_shard(paths: &[PathBuf], shard: Option<Shard>) -> (Vec<PathBuf>, Vec
     if let Some(shard) = shard {
         runs.retain(|r| shard.keeps(r));
     }
-    (runs, errors)
+    skipped.sort_by(|a: &PathError, b: &PathError| a.path.cmp(&b.path));
+    (runs, errors, skipped)
 }
 
-fn walk(
-    dir: &Path,
-    runs: &mut Vec<PathBuf>,
-    errors: &mut Vec<PathError>,
-    seen: &mut std::collections::HashSet<PathBuf>,
-) {
-    // A directory reached again (a cycle, or two links to one target) is
-    // not searched twice.
-    if let Ok(resolved) = fs::canonicalize(dir) {
-        if !seen.insert(resolved) {
+/// One search's state.
+struct Walk<'a> {
+    runs: &'a mut Vec<PathBuf>,
+    errors: &'a mut Vec<PathError>,
+    skipped: &'a mut Vec<PathError>,
+    seen: &'a mut std::collections::HashSet<PathBuf>,
+    follow: bool,
+}
+
+impl Walk<'_> {
+    fn walk(&mut self, dir: &Path) {
+        // A directory reached again (a cycle, or two links to one target) is
+        // not searched twice.
+        if let Ok(resolved) = fs::canonicalize(dir) {
+            if !self.seen.insert(resolved) {
+                return;
+            }
+        }
+        if is_run_dir(dir) {
+            self.runs.push(dir.to_path_buf());
             return;
         }
-    }
-    if is_run_dir(dir) {
-        runs.push(dir.to_path_buf());
-        return;
-    }
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) => {
-            errors.push(PathError {
-                path: dir.display().to_string(),
-                message: format!("cannot list: {e}"),
-            });
-            return;
+        let entries = match fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) => {
+                self.errors.push(PathError {
+                    path: dir.display().to_string(),
+                    message: format!("cannot list: {e}"),
+                });
+                return;
+            }
+        };
+        // Directories, and links to directories (followed: `metadata`,
+        // unless asked not to, and then said).
+        let mut subdirs: Vec<PathBuf> = Vec::new();
+        for e in entries.filter_map(Result::ok) {
+            let Ok(t) = e.file_type() else { continue };
+            let linked_dir = t.is_symlink() && fs::metadata(e.path()).is_ok_and(|m| m.is_dir());
+            if linked_dir && !self.follow {
+                self.skipped.push(PathError {
+                    path: e.path().display().to_string(),
+                    message: "a symbolic link to a directory, not followed (--no-follow-links)"
+                        .into(),
+                });
+            } else if t.is_dir() || linked_dir {
+                subdirs.push(e.path());
+            }
         }
-    };
-    // Directories, and links to directories (followed: `metadata`).
-    let mut subdirs: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .filter(|e| {
-            e.file_type().is_ok_and(|t| {
-                t.is_dir() || (t.is_symlink() && fs::metadata(e.path()).is_ok_and(|m| m.is_dir()))
-            })
-        })
-        .map(|e| e.path())
-        .collect();
-    subdirs.sort();
-    for d in subdirs {
-        walk(&d, runs, errors, seen);
+        subdirs.sort();
+        for d in subdirs {
+            self.walk(&d);
+        }
     }
 }
 

@@ -93,6 +93,9 @@ pub struct RunOptions {
     /// The run's identity ([`discover::run_id`]); the run directory's own
     /// name when not given.
     pub id: Option<String>,
+    /// Do not follow symlinked directories below the given paths
+    /// (`--no-follow-links`); each one skipped is listed in the summary.
+    pub no_follow_links: bool,
 }
 
 /// Audits one run directory.
@@ -478,7 +481,8 @@ pub fn audit_each(
     tick: &(dyn Fn() + Sync),
     emit: &mut dyn FnMut(RunReport) -> std::io::Result<()>,
 ) -> std::io::Result<(Vec<PathError>, Summary)> {
-    let (dirs, errors) = discover::find_shard_ids(paths, options.shard);
+    let (dirs, errors, skipped) =
+        discover::find_shard_ids_following(paths, options.shard, !options.no_follow_links);
     let audit_one = |(d, id): &(PathBuf, String)| {
         let r = audit_run_as(d, id, settings, options, claims);
         tick();
@@ -502,7 +506,9 @@ pub fn audit_each(
             }
         }
     }
-    Ok(tally.finish(errors, settings))
+    let (errors, mut summary) = tally.finish(errors, settings);
+    summary.skipped = skipped;
+    Ok((errors, summary))
 }
 
 /// The summary's counts, run by run.

@@ -145,6 +145,7 @@ fn run_audit(args: &AuditArgs) -> Result<i32> {
             None => Default::default(),
         },
         id: None,
+        no_follow_links: args.no_follow_links,
     };
     let claims = match &args.expect {
         Some(path) => claims::read(path)?,

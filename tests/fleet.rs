@@ -247,4 +247,27 @@ fn symlinked_run_directories_are_followed_once_each() {
         .iter()
         .filter(|r| r["path"].as_str().is_some_and(|p| p.contains("/run-")))
         .all(|r| r["resolved_path"].is_null()));
+    // Asked not to follow links: the 250 folders, and every link not
+    // followed listed (the 250 runs, the cycle, the second link); not an
+    // error, so the exit code is the audit's.
+    let (report, code) = json_report(&[&fleet], &["--no-follow-links"]);
+    assert_eq!(report["runs"].as_array().expect("runs").len(), 250);
+    let skipped = report["summary"]["skipped"].as_array().expect("skipped");
+    assert_eq!(skipped.len(), 252, "{skipped:?}");
+    assert!(skipped.iter().all(|s| s["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("not followed"))));
+    assert!(code <= 1);
+    let (concise, _, _) = cli(&["--no-follow-links", fleet.to_str().expect("utf8")]);
+    assert!(
+        concise.contains("252 symlinked director(ies) not followed"),
+        "{concise}"
+    );
+    assert_eq!(
+        concise
+            .lines()
+            .filter(|l| l.contains(": skipped: "))
+            .count(),
+        252
+    );
 }

@@ -185,6 +185,14 @@ pub fn render(report: &Report, opts: Options, out: &mut dyn Write) -> io::Result
         for e in &report.errors {
             writeln!(out, "{}: error: {}", visible(&e.path), visible(&e.message))?;
         }
+        for s in &report.summary.skipped {
+            writeln!(
+                out,
+                "{}: skipped: {}",
+                visible(&s.path),
+                visible(&s.message)
+            )?;
+        }
         if !opts.quiet {
             for l in advisories(report) {
                 writeln!(out, "{l}")?;

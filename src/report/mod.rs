@@ -130,5 +130,8 @@ pub(crate) fn closing_line(s: &crate::results::Summary) -> String {
         s.findings.get("info").unwrap_or(&0),
         s.fail_on.as_str(),
         s.exit
-    )
+    ) + &match s.skipped.len() {
+        0 => String::new(),
+        n => format!("; {n} symlinked director(ies) not followed (--no-follow-links)"),
+    }
 }

@@ -199,6 +199,10 @@ pub struct Summary {
     pub errored: usize,
     /// Paths that held no run or could not be searched.
     pub path_errors: usize,
+    /// Symlinked directories not followed (`--no-follow-links`), each with
+    /// why; absent when none. Not an error: the exit code ignores them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<PathError>,
     /// Findings by severity.
     pub findings: BTreeMap<&'static str, usize>,
     /// The fail level in force.
