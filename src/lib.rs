@@ -493,7 +493,7 @@ pub fn audit_each(
         // One run: audited from this thread, so its reader can use the
         // whole pool.
         let r = audit_one(&dirs[0]);
-        tally.add(&r);
+        tally.add(&r, settings);
         emit(r)?;
     } else {
         // Many: one per worker, in batches emitted in order.
@@ -501,7 +501,7 @@ pub fn audit_each(
         for chunk in dirs.chunks(batch) {
             let reports: Vec<RunReport> = chunk.par_iter().map(audit_one).collect();
             for r in reports {
-                tally.add(&r);
+                tally.add(&r, settings);
                 emit(r)?;
             }
         }
@@ -517,6 +517,9 @@ struct Tally {
     failing: bool,
     /// User-named metrics missing from every run so far (`None`: no run yet).
     missing_everywhere: Option<Vec<String>>,
+    /// Per `[[scoped-ignore]]` without a run glob: whether it silenced a
+    /// finding in some run so far.
+    ignore_used: Vec<bool>,
 }
 
 impl Tally {
@@ -532,10 +535,21 @@ impl Tally {
             summary,
             failing: false,
             missing_everywhere: None,
+            ignore_used: vec![false; settings.filter.scoped.len()],
         }
     }
 
-    fn add(&mut self, r: &RunReport) {
+    fn add(&mut self, r: &RunReport, settings: &Settings) {
+        let names = RunNames {
+            shown: &r.path,
+            id: &r.id,
+            benchmark_id: r.benchmark_id.as_deref(),
+        };
+        for (used, ignore) in self.ignore_used.iter_mut().zip(&settings.filter.scoped) {
+            *used |= r.suppressed.iter().any(|s| {
+                s.rule == results::SuppressedBy::ScopedIgnore && ignore.silences(&s.finding, &names)
+            });
+        }
         let s = &mut self.summary;
         s.runs += 1;
         match r.status {
@@ -556,6 +570,24 @@ impl Tally {
 
     fn finish(self, mut errors: Vec<PathError>, settings: &Settings) -> (Vec<PathError>, Summary) {
         let mut summary = self.summary;
+        // A scoped ignore for every run that silenced nothing in any: an
+        // `unused-suppression` of the audit (a run-scoped one is its run's).
+        let mut failing = self.failing;
+        if summary.runs > 0 {
+            for (used, i) in self.ignore_used.iter().zip(&settings.filter.scoped) {
+                if !used && i.run.is_none() {
+                    summary.unused_suppressions.push(format!(
+                        "scoped-ignore {} ({}) silenced nothing in the {} audited run(s): \
+                         remove it, or it would hide a new finding",
+                        i.code.as_str(),
+                        i.reason,
+                        summary.runs
+                    ));
+                    *summary.findings.entry("warning").or_default() += 1;
+                    failing |= Severity::Warning >= summary.fail_on;
+                }
+            }
+        }
         // A user-named metric that exists in no run is a mistake, not a pass.
         let missing = self.missing_everywhere.unwrap_or_default();
         for (name, _) in &settings.phase.extra_metrics {
@@ -569,7 +601,7 @@ impl Tally {
         summary.path_errors = errors.len();
         summary.exit = if summary.errored > 0 || !errors.is_empty() {
             ExitStatus::Error
-        } else if self.failing {
+        } else if failing {
             ExitStatus::Findings
         } else {
             ExitStatus::Ok

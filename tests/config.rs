@@ -504,6 +504,25 @@ fn an_unused_suppression_warns() {
         .as_str()
         .expect("m")
         .contains("scoped-ignore counter-reset (restarts are planned)"));
+    // A scoped ignore for every run that silences nothing in any: a warning
+    // of the audit, which --fail-on warning fails on.
+    fs::write(
+        &cfg,
+        "[[scoped-ignore]]\ncode = \"late-warmup-observation\"\nmetric = \"vllm:no_such_metric\"\n\
+         reason = \"never matches\"\n\n[[scoped-ignore]]\ncode = \"late-warmup-observation\"\n\
+         metric = \"vllm:request_prefill_time_seconds\"\nreason = \"accepted\"\n",
+    )
+    .expect("write");
+    let c = cfg.to_str().expect("utf8");
+    let (report, code) = json_report(&[&clean, &dir], &["--config", c]);
+    let audit = report["summary"]["unused_suppressions"]
+        .as_array()
+        .expect("unused");
+    assert_eq!(audit.len(), 1, "{audit:?}");
+    assert!(audit[0].as_str().expect("s").contains("(never matches)"));
+    assert_eq!(code, 0);
+    let (_, code) = json_report(&[&clean, &dir], &["--config", c, "--fail-on", "warning"]);
+    assert_eq!(code, 1);
 }
 
 /// Throughput claims are held to AIPerf's own figure: the summary's

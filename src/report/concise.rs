@@ -185,6 +185,9 @@ pub fn render(report: &Report, opts: Options, out: &mut dyn Write) -> io::Result
         for e in &report.errors {
             writeln!(out, "{}: error: {}", visible(&e.path), visible(&e.message))?;
         }
+        for u in &report.summary.unused_suppressions {
+            writeln!(out, "warning[unused-suppression] {}", visible(u))?;
+        }
         for s in &report.summary.skipped {
             writeln!(
                 out,

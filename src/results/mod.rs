@@ -203,6 +203,12 @@ pub struct Summary {
     /// why; absent when none. Not an error: the exit code ignores them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<PathError>,
+    /// `[[scoped-ignore]]`s without a run glob that silenced nothing in any
+    /// audited run: `unused-suppression` warnings of the audit, counted in
+    /// `findings` (a run-scoped one is a finding of its run); absent when
+    /// none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unused_suppressions: Vec<String>,
     /// Findings by severity.
     pub findings: BTreeMap<&'static str, usize>,
     /// The fail level in force.
