@@ -54,16 +54,8 @@ fn truth(name: &str) -> HashMap<(String, String, String), u64> {
     for e in fixture_ledger(name) {
         // A late observation is its own ledger line (and marked `late` in
         // its request's line if that was written after it).
-        let observations: Vec<Value> = match e["event"].as_str() {
-            Some("request") => e["observations"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|o| o["late"] != true)
-                .cloned()
-                .collect(),
-            Some("late_observation") => vec![e.clone()],
-            _ => continue,
+        let Some(observations) = ledger_observations(&e) else {
+            continue;
         };
         let id = e["x_request_id"].as_str().unwrap_or("");
         let start = e["t_start_ns"].as_u64().unwrap_or(u64::MAX);

@@ -136,16 +136,8 @@ impl Truth {
             tokens: (0.0, 0.0),
         };
         for e in jsonl(ledger) {
-            let observations: Vec<Value> = match e["event"].as_str() {
-                Some("request") => e["observations"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|o| o["late"] != true)
-                    .cloned()
-                    .collect(),
-                Some("late_observation") => vec![e.clone()],
-                _ => continue,
+            let Some(observations) = ledger_observations(&e) else {
+                continue;
             };
             let id = e["x_request_id"].as_str().unwrap_or("").to_string();
             let start = e["t_start_ns"].as_u64().unwrap_or(u64::MAX);

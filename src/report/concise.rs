@@ -14,7 +14,7 @@ use super::numbers;
 use super::Options;
 use crate::findings::{Finding, Severity};
 use crate::results::published::Verdict;
-use crate::results::{Report, RunReport, RunStatus};
+use crate::results::{Report, RunReport};
 use crate::text::clip;
 use crate::text::escape::visible;
 
@@ -57,21 +57,7 @@ fn quiet_line(run: &RunReport, f: &Finding) -> String {
 
 /// The run's verdict line.
 fn verdict_line(run: &RunReport) -> String {
-    let verdict = match run.status {
-        RunStatus::Error => "ERROR (the run could not be read)".to_string(),
-        s => s.as_str().to_uppercase(),
-    };
-    let silenced = match run.suppressed.len() {
-        0 => String::new(),
-        n => format!(", {n} suppressed"),
-    };
-    format!(
-        "{}: {verdict} ({} error, {} warning, {} info{silenced})",
-        visible(&run.path),
-        run.count(Severity::Error),
-        run.count(Severity::Warning),
-        run.count(Severity::Info)
-    )
+    format!("{}: {}", visible(&run.path), super::verdict(run))
 }
 
 /// A claim with ✓ (holds), ✗ (does not) or ? (cannot tell), as k6 lists

@@ -111,6 +111,26 @@ pub fn render(
 
 /// The closing line of the text formats: runs by status, findings by
 /// severity, the fail level and the exit code.
+/// A run's verdict with its counts: `FAIL (1 error, 2 warning, 3 info, 6
+/// suppressed)`; every text format's run line.
+pub(crate) fn verdict(run: &crate::results::RunReport) -> String {
+    use crate::findings::Severity;
+    let verdict = match run.status {
+        crate::results::RunStatus::Error => "ERROR (the run could not be read)".to_string(),
+        s => s.as_str().to_uppercase(),
+    };
+    let silenced = match run.suppressed.len() {
+        0 => String::new(),
+        n => format!(", {n} suppressed"),
+    };
+    format!(
+        "{verdict} ({} error, {} warning, {} info{silenced})",
+        run.count(Severity::Error),
+        run.count(Severity::Warning),
+        run.count(Severity::Info)
+    )
+}
+
 pub(crate) fn closing_line(s: &crate::results::Summary) -> String {
     format!(
         "{} run(s): {} passed, {} warned, {} failed, {} errored{}; findings: {} error, {} \

@@ -9,7 +9,7 @@ use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
 
 use super::Options;
 use crate::findings::{Finding, Severity};
-use crate::results::{Report, RunReport, RunStatus};
+use crate::results::{Report, RunReport};
 use crate::text::escape::visible;
 
 fn table() -> Table {
@@ -161,22 +161,11 @@ fn render_run(run: &RunReport, opts: Options, out: &mut dyn Write) -> io::Result
     if !run.findings.is_empty() {
         writeln!(out, "{}", findings_table(&run.findings, opts))?;
     }
-    let count = |s: Severity| run.count(s);
-    let verdict = match run.status {
-        RunStatus::Error => "ERROR (the run could not be read)".to_string(),
-        s => s.as_str().to_uppercase(),
-    };
-    let silenced = match run.suppressed.len() {
-        0 => String::new(),
-        n => format!(", {n} suppressed"),
-    };
     writeln!(
         out,
-        "verdict: {}: {verdict} ({} error, {} warning, {} info{silenced})\n",
+        "verdict: {}: {}\n",
         visible(&run.path),
-        count(Severity::Error),
-        count(Severity::Warning),
-        count(Severity::Info)
+        super::verdict(run)
     )
 }
 

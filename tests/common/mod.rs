@@ -238,3 +238,22 @@ pub fn run_python(
     );
     out.stdout
 }
+
+/// The observations a mock server's ledger event records: a request's own
+/// (those published late are their own `late_observation` line), or the
+/// late one; `None` for any other event.
+pub fn ledger_observations(e: &Value) -> Option<Vec<Value>> {
+    match e["event"].as_str() {
+        Some("request") => Some(
+            e["observations"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|o| o["late"] != true)
+                .cloned()
+                .collect(),
+        ),
+        Some("late_observation") => Some(vec![e.clone()]),
+        _ => None,
+    }
+}
