@@ -35,20 +35,25 @@ fn level(s: Severity) -> &'static str {
     }
 }
 
-/// Writes the annotations.
-pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    // Most severe first; within a severity, in run and check order.
-    let mut all: Vec<(&crate::results::RunReport, &crate::findings::Finding)> = report
+/// The findings to annotate, most severe first; within a severity, in run
+/// and check order. A notice is posted only when asked (`--fail-on info`):
+/// a clean run posts nothing.
+fn annotated(report: &Report) -> Vec<(&crate::results::RunReport, &crate::findings::Finding)> {
+    let mut all: Vec<_> = report
         .runs
         .iter()
         .flat_map(|run| run.findings.iter().map(move |f| (run, f)))
-        // A notice is posted only when asked (`--fail-on info`): a clean
-        // run posts nothing.
         .filter(|(_, f)| {
             f.severity >= Severity::Warning || report.summary.fail_on == Severity::Info
         })
         .collect();
     all.sort_by_key(|(_, f)| std::cmp::Reverse(f.severity));
+    all
+}
+
+/// Writes the annotations.
+pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let all = annotated(report);
     let mut shown = [0usize; 3];
     let mut left_out = [0usize; 3];
     for (run, f) in all {

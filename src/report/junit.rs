@@ -127,6 +127,32 @@ fn number_case(
     case
 }
 
+/// A run's suppressed findings, each with its rule and reason.
+fn suppressed_out(run: &crate::results::RunReport) -> Option<String> {
+    if run.suppressed.is_empty() {
+        return None;
+    }
+    let lines: Vec<String> = run
+        .suppressed
+        .iter()
+        .map(|s| {
+            visible(&format!(
+                "suppressed [{}] {} ({}: {})",
+                s.finding.severity.as_str(),
+                s.finding.code.as_str(),
+                s.rule.as_str(),
+                s.reason
+            ))
+            .into_owned()
+        })
+        .collect();
+    Some(format!(
+        "{} finding(s) suppressed\n{}",
+        run.suppressed.len(),
+        lines.join("\n")
+    ))
+}
+
 /// Writes the JUnit report.
 pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let fail_on = report.summary.fail_on;
@@ -176,26 +202,8 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         for p in &run.published {
             suite.add_test_case(number_case(run, p, fail_on));
         }
-        if !run.suppressed.is_empty() {
-            let lines: Vec<String> = run
-                .suppressed
-                .iter()
-                .map(|s| {
-                    visible(&format!(
-                        "suppressed [{}] {} ({}: {})",
-                        s.finding.severity.as_str(),
-                        s.finding.code.as_str(),
-                        s.rule.as_str(),
-                        s.reason
-                    ))
-                    .into_owned()
-                })
-                .collect();
-            suite.set_system_out(format!(
-                "{} finding(s) suppressed\n{}",
-                run.suppressed.len(),
-                lines.join("\n")
-            ));
+        if let Some(out) = suppressed_out(run) {
+            suite.set_system_out(out);
         }
         junit.add_test_suite(suite);
     }

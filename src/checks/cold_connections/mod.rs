@@ -502,9 +502,31 @@ fn metric_effect(
         });
     }
     let mut finding = bias_finding(metric, &over, cold_requests, &n);
-    // How far the connection time alone moves the listed statistics: when
-    // below the threshold, the cold requests differ for another reason.
-    let connection_pct = unconnected_stats.as_ref().map(|u| {
+    settle(
+        finding.as_mut(),
+        &over,
+        unconnected_stats.as_ref(),
+        metric,
+        s,
+    );
+    Some((metrics, n, finding))
+}
+
+/// Settles a metric's bias finding: info when the connection time alone
+/// moves the listed statistics by no more than the threshold (the cold
+/// requests differ for another reason), else what to do.
+fn settle(
+    finding: Option<&mut Finding>,
+    over: &[Over],
+    unconnected_stats: Option<&stats::Summary>,
+    metric: Metric,
+    s: &ColdSettings,
+) {
+    let Some(f) = finding else {
+        return;
+    };
+    // How far the connection time alone moves the listed statistics.
+    let connection_pct = unconnected_stats.map(|u| {
         over.iter()
             .filter_map(|o| stats::bias_pct(o.2, u.get(o.0)))
             .fold(0.0, |a: f64, b| a.max(b.abs()))
@@ -512,7 +534,7 @@ fn metric_effect(
     let harmless = connection_pct.filter(|c| {
         *c <= s.bias_pct && !crate::model::connection::AFTER_FIRST_TOKEN.contains(&metric)
     });
-    if let (Some(c), Some(f)) = (harmless, finding.as_mut()) {
+    if let Some(c) = harmless {
         f.settle_harmless(&format!(
             "their DNS + connect time moves these statistics by at most {c:.1} %, \
              within the {} % threshold, so the rest of the difference is not the \
@@ -527,14 +549,13 @@ fn metric_effect(
         });
     }
     // What to do, where the connection is what moves them.
-    if let Some(f) = finding.as_mut().filter(|f| f.severity > Severity::Info) {
+    if f.severity > Severity::Info {
         f.message.push_str(
             ". Publish the warm-only figures (`artifact-check clean --exclude-cold`), or re-run \
              with the connections opened before measuring (a warmup phase on the same \
              connections)",
         );
     }
-    Some((metrics, n, finding))
 }
 
 /// A statistic over the threshold: `(stat, bias %, all, warm only)`.
