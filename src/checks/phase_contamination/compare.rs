@@ -336,6 +336,11 @@ impl Comparison<'_> {
             corrected.or_else(|| accounted(exp?, causes, sum, found_buckets.as_deref()));
         MetricRow {
             metric: self.found.name.clone(),
+            unit: self
+                .found
+                .profiling
+                .or(self.found.warmup)
+                .and_then(|f| f.unit.clone()),
             framework: self.found.def.framework,
             observed_at: self.at,
             endpoint: self

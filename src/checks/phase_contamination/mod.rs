@@ -140,6 +140,10 @@ impl Expected {
 pub struct MetricRow {
     /// Metric name as exported.
     pub metric: String,
+    /// The family's unit as the export gives it (the published figures'
+    /// unit; the row's JSON already says it through the metric).
+    #[serde(skip)]
+    pub unit: Option<String>,
     /// Serving framework of the table entry.
     pub framework: Framework,
     /// When the observer's endpoint observes it (a prefill worker's

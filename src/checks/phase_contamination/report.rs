@@ -24,10 +24,7 @@ impl CheckReport for Report {
                 None => Looked::Vouches,
             };
             let series = Some(crate::text::labels(&row.series));
-            let unit = ["seconds", "tokens"]
-                .into_iter()
-                .find(|u| row.metric.ends_with(&format!("_{u}")))
-                .map(String::from);
+            let unit = row.unit.clone();
             let mut stats = vec![("count", row.found_count, Some("count".to_string()))];
             if row.found_sum.is_some() {
                 stats.push(("sum", row.found_sum, unit.clone()));
