@@ -529,21 +529,34 @@ pub fn load(dir: &Path) -> RunArtifacts {
         .as_ref()
         .map(|s| s.scrape_interest())
         .unwrap_or_default();
-    // The two large files at once (each reader's workers are the pool's):
-    // their findings in this order whichever finishes first.
+    // The two large files. Audited off the pool (one run, from the calling
+    // thread), each reader has the whole pool in turn: the records reader
+    // parses on every worker only when called from outside the pool, and a
+    // `rayon::join` would run it on a worker, one core. On a worker (many
+    // runs at once), both at once. Their findings in this order whichever
+    // finishes first.
     let (mut from_records, mut from_scrapes) = (Vec::new(), Vec::new());
-    (run.records, run.scrapes) = rayon::join(
-        || {
-            read_lines(dir, records::FILE, &mut from_records, |file, len| {
-                records::read_sized(file, Some(len))
-            })
-        },
-        || {
-            read_lines(dir, scrapes::FILE, &mut from_scrapes, |file, len| {
-                scrapes::read_with(file, &interest, Some(len))
-            })
-        },
-    );
+    let read_records = |f: &mut Vec<Finding>| {
+        read_lines(dir, records::FILE, f, |file, len| {
+            records::read_sized(file, Some(len))
+        })
+    };
+    let read_scrapes = |f: &mut Vec<Finding>| {
+        read_lines(dir, scrapes::FILE, f, |file, len| {
+            scrapes::read_with(file, &interest, Some(len))
+        })
+    };
+    (run.records, run.scrapes) = if rayon::current_thread_index().is_some() {
+        rayon::join(
+            || read_records(&mut from_records),
+            || read_scrapes(&mut from_scrapes),
+        )
+    } else {
+        (
+            read_records(&mut from_records),
+            read_scrapes(&mut from_scrapes),
+        )
+    };
     f.append(&mut from_records);
     f.append(&mut from_scrapes);
     if run.scrapes.is_none() && !dir.join(scrapes::FILE).exists() {
