@@ -22,9 +22,10 @@ use super::{Check, CheckOutput, CheckReport, CheckStatus, Ctx, Detail};
 use crate::artifacts::records::{self, Metric, Record, RequestRef};
 use crate::config::SteadySettings;
 use crate::findings::{Finding, Moved, Over, Unit};
-use crate::model::steady::{rate, Per, SteadyState};
+use crate::model::steady::{Per, Rate, SteadyState};
 use crate::results::published::{Figure, Looked, QUOTED_STATS, THROUGHPUTS};
 use crate::stats::{self, DiffInterval, Stat};
+use rayon::prelude::*;
 
 /// The check.
 pub const CHECK: Check = Check {
@@ -230,11 +231,13 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
         };
     }
     let window = ctx.model.profiling.server_window_ns;
-    let split = Split::of(records, &state);
-    report.steady_records = split.steady.len();
-    report.metrics = rows(&split, &state, window);
+    let mut split = Split::of(records, &state, window);
+    report.steady_records = split.steady;
+    // The noise tests first: they sum the columns in file order, which
+    // the selections of `rows` do not keep.
     report.wave = wave(&split, &state);
     report.tail = tail(&split, &state);
+    report.metrics = rows(&mut split);
     let mut findings = Vec::new();
     findings.extend(ramp_finding(&report, s));
     findings.extend(drain_finding(&report, s));
@@ -257,35 +260,96 @@ fn empty(s: &SteadySettings) -> Report {
     }
 }
 
-/// The successful profiling records: all, wave, tail and steady.
+/// The successful profiling records, gathered in one walk: each compared
+/// metric's values over all of them and over the steady ones (file order),
+/// the wave's and the tail's records, and the throughputs.
 struct Split<'a> {
-    all: Vec<&'a Record>,
+    /// Successful profiling records, and the steady ones among them.
+    all: usize,
+    steady: usize,
+    /// Per [`METRICS`] entry: its values over all, over the steady ones.
+    values_all: Vec<Vec<f64>>,
+    values_steady: Vec<Vec<f64>>,
     wave: Vec<&'a Record>,
     tail: Vec<&'a Record>,
-    steady: Vec<&'a Record>,
+    /// The first start among all.
+    first_start: Option<u64>,
+    /// Per throughput of `THROUGHPUT_ROWS`: over the whole window, over the
+    /// steady window.
+    rates: Vec<(Option<f64>, Option<f64>)>,
 }
 
+/// The run-level throughputs compared, as the rows name them.
+const THROUGHPUT_ROWS: [(&str, Per); 2] = [
+    ("output_token_throughput", Per::Tokens),
+    ("request_throughput", Per::Requests),
+];
+
 impl<'a> Split<'a> {
-    fn of(records: &'a [Record], st: &SteadyState) -> Split<'a> {
+    fn of(records: &'a [Record], st: &SteadyState, window: Option<(u64, u64)>) -> Split<'a> {
         let pick = |ix: &[usize]| ix.iter().map(|&i| &records[i]).collect::<Vec<_>>();
-        let all: Vec<&Record> = records
+        let ok = || {
+            (records.iter().enumerate())
+                .filter(|(_, r)| r.phase == records::Phase::Profiling && r.is_success())
+        };
+        // Without the profiling window, the span of the records (a walk of
+        // its own: the rates below need it first).
+        let span = window.or_else(|| {
+            let a = ok().map(|(_, r)| r.request_start_ns).min()?;
+            let b = ok().map(|(_, r)| r.request_end_ns).max()?;
+            Some((a, b))
+        });
+        let mut rates: Vec<(Rate, Rate)> = THROUGHPUT_ROWS
             .iter()
-            .filter(|r| r.phase == records::Phase::Profiling && r.is_success())
-            .collect();
-        let steady = records
-            .iter()
-            .enumerate()
-            .filter(|(i, r)| {
-                r.phase == records::Phase::Profiling && r.is_success() && !st.excludes(*i)
+            .map(|&(_, per)| {
+                (
+                    Rate::new(span, per, false),
+                    Rate::new(st.window_ns, per, true),
+                )
             })
-            .map(|(_, r)| r)
             .collect();
-        Split {
-            all,
+        let mut split = Split {
+            all: 0,
+            steady: 0,
+            values_all: vec![Vec::new(); METRICS.len()],
+            values_steady: vec![Vec::new(); METRICS.len()],
             wave: pick(&st.wave),
             tail: pick(&st.tail),
-            steady,
+            first_start: None,
+            rates: Vec::new(),
+        };
+        for (i, r) in ok() {
+            let steady = !st.excludes(i);
+            split.all += 1;
+            split.steady += usize::from(steady);
+            let t = r.request_start_ns;
+            split.first_start = Some(split.first_start.map_or(t, |f| f.min(t)));
+            for (k, &m) in METRICS.iter().enumerate() {
+                if let Some(v) = r.values.get(m) {
+                    split.values_all[k].push(v);
+                    if steady {
+                        split.values_steady[k].push(v);
+                    }
+                }
+            }
+            for (whole, part) in &mut rates {
+                whole.add(r);
+                part.add(r);
+            }
         }
+        split.rates = rates
+            .iter()
+            .map(|(w, p)| (w.finish(), p.finish()))
+            .collect();
+        split
+    }
+
+    /// The steady records' values of `m` (file order), if compared.
+    fn steady_values(&self, m: Metric) -> &[f64] {
+        METRICS
+            .iter()
+            .position(|&x| x == m)
+            .map_or(&[], |k| &self.values_steady[k])
     }
 }
 
@@ -293,19 +357,28 @@ fn values(rs: &[&Record], m: Metric) -> Vec<f64> {
     rs.iter().filter_map(|r| r.values.get(m)).collect()
 }
 
-/// All vs steady for every metric and statistic, then the throughputs.
-fn rows(split: &Split, st: &SteadyState, window: Option<(u64, u64)>) -> Vec<Row> {
+/// All vs steady for every metric and statistic, then the throughputs;
+/// takes the columns (the selections reorder them).
+fn rows(split: &mut Split) -> Vec<Row> {
+    let columns: Vec<(Metric, Vec<f64>, Vec<f64>)> = METRICS
+        .iter()
+        .zip(std::mem::take(&mut split.values_all))
+        .zip(std::mem::take(&mut split.values_steady))
+        .filter(|((_, a), _)| !a.is_empty())
+        .map(|((&m, a), b)| (m, a, b))
+        .collect();
+    let summaries: Vec<(Metric, stats::Summary, stats::Summary)> = columns
+        .into_par_iter()
+        .map(|(m, mut a, mut b)| {
+            (
+                m,
+                stats::Summary::of_values(&mut a),
+                stats::Summary::of_values(&mut b),
+            )
+        })
+        .collect();
     let mut out = Vec::new();
-    for &m in METRICS {
-        let mut a = values(&split.all, m);
-        if a.is_empty() {
-            continue;
-        }
-        let mut b = values(&split.steady, m);
-        let (sa, sb) = (
-            stats::Summary::of_values(&mut a),
-            stats::Summary::of_values(&mut b),
-        );
+    for (m, sa, sb) in summaries {
         for stat in Stat::ALL.iter().copied() {
             let (all, steady) = (sa.get(stat), sb.get(stat));
             out.push(Row {
@@ -317,17 +390,7 @@ fn rows(split: &Split, st: &SteadyState, window: Option<(u64, u64)>) -> Vec<Row>
             });
         }
     }
-    let span = window.or_else(|| {
-        let a = split.all.iter().map(|r| r.request_start_ns).min()?;
-        let b = split.all.iter().map(|r| r.request_end_ns).max()?;
-        Some((a, b))
-    });
-    for (name, per) in [
-        ("output_token_throughput", Per::Tokens),
-        ("request_throughput", Per::Requests),
-    ] {
-        let all = rate(&split.all, span, per, false);
-        let steady = rate(&split.all, st.window_ns, per, true);
+    for (&(name, _), &(all, steady)) in THROUGHPUT_ROWS.iter().zip(&split.rates) {
         if all.is_some() {
             out.push(Row {
                 metric: name,
@@ -354,9 +417,9 @@ fn wave(split: &Split, st: &SteadyState) -> Option<Wave> {
     let n = split.wave.len() as f64;
     let connection: f64 = split.wave.iter().map(|r| paid(r)).sum::<f64>() / n;
     let total: f64 = values(&split.wave, basis).iter().sum::<f64>() / n;
-    let first = split.all.iter().map(|r| r.request_start_ns).min()?;
+    let first = split.first_start?;
     let last = split.wave.iter().map(|r| r.request_start_ns).max()?;
-    let minus_steady = noise(&values(&split.wave, basis), &values(&split.steady, basis));
+    let minus_steady = noise(&values(&split.wave, basis), split.steady_values(basis));
     Some(Wave {
         requests: split.wave.len(),
         request_ids: split.wave.iter().map(|r| r.request_ref()).collect(),
@@ -378,23 +441,27 @@ fn tail(split: &Split, st: &SteadyState) -> Option<Tail> {
         return None;
     }
     let metric = if split
-        .all
-        .iter()
-        .any(|r| r.values.get(Metric::InterTokenLatency).is_some())
+        .values_all
+        .get(
+            METRICS
+                .iter()
+                .position(|&m| m == Metric::InterTokenLatency)?,
+        )
+        .is_some_and(|v| !v.is_empty())
     {
         Metric::InterTokenLatency
     } else {
         Metric::RequestLatency
     };
-    let (t, s) = (values(&split.tail, metric), values(&split.steady, metric));
-    let minus_steady = noise(&t, &s);
+    let (t, s) = (values(&split.tail, metric), split.steady_values(metric));
+    let minus_steady = noise(&t, s);
     Some(Tail {
         requests: split.tail.len(),
         request_ids: split.tail.iter().map(|r| r.request_ref()).collect(),
         inflight_at_drain: st.inflight_at_drain,
         metric,
         mean: stats::mean(&t),
-        steady_mean: stats::mean(&s),
+        steady_mean: stats::mean(s),
         larger_than_noise: minus_steady.map(|d| d.excludes_zero()),
         minus_steady,
     })

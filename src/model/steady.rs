@@ -35,6 +35,7 @@ use serde::Serialize;
 use super::connection::arrival_ns;
 use crate::artifacts::records::{Metric, Phase, Record};
 use crate::config::SteadySettings;
+use crate::stats::median_of;
 
 /// A wave request is more than this many robust standard deviations above
 /// the steady median (on the log scale).
@@ -59,6 +60,10 @@ pub struct SteadyState {
     /// Indices of the drain tail, in arrival order.
     #[serde(skip)]
     pub tail: Vec<usize>,
+    /// Per record (file order): in the wave or the tail. Empty when
+    /// neither holds a request.
+    #[serde(skip)]
+    excluded: Vec<bool>,
     /// Median basis value (less DNS + connect) of the wave (ms).
     pub wave_median_ms: Option<f64>,
     /// Median basis value (less DNS + connect) after the wave (ms).
@@ -81,7 +86,7 @@ pub struct SteadyState {
 impl SteadyState {
     /// Whether the record at `index` is in the wave or the tail.
     pub fn excludes(&self, index: usize) -> bool {
-        self.wave.binary_search(&index).is_ok() || self.tail.binary_search(&index).is_ok()
+        self.excluded.get(index).copied().unwrap_or(false)
     }
 }
 
@@ -92,16 +97,11 @@ fn server_ms(r: &Record, basis: Metric) -> Option<f64> {
     Some((v - paid).max(1e-3))
 }
 
-fn median(sorted: &[f64]) -> f64 {
-    crate::stats::percentile(sorted, 50.0).unwrap_or(f64::NAN)
-}
-
 /// Median and robust standard deviation of `x`.
 fn robust(x: &[f64]) -> (f64, f64) {
-    let s = crate::stats::sorted(x.iter().copied());
-    let m = median(&s);
-    let dev = crate::stats::sorted(x.iter().map(|v| (v - m).abs()));
-    (m, MAD_SCALE * median(&dev))
+    let median = |v: &mut dyn Iterator<Item = f64>| median_of(v).unwrap_or(f64::NAN);
+    let m = median(&mut x.iter().copied());
+    (m, MAD_SCALE * median(&mut x.iter().map(|v| (v - m).abs())))
 }
 
 /// The prefix length `m` in `1..=n/2` that minimises the squared deviation
@@ -126,15 +126,13 @@ fn change_point(x: &[f64]) -> Option<usize> {
 
 /// Finds the wave, the tail and the steady window of `records`.
 pub fn detect(records: &[Record], s: &SteadySettings) -> SteadyState {
-    let mut order: Vec<usize> = (0..records.len())
-        .filter(|&i| records[i].phase == Phase::Profiling && records[i].is_success())
-        .collect();
-    order.sort_by_key(|&i| (arrival_ns(&records[i]), records[i].line));
+    let walk = Walk::of(records);
+    let order = &walk.requests;
     let mut st = SteadyState {
         records: order.len(),
         ..SteadyState::default()
     };
-    load(records, &mut st);
+    load(walk.starts, walk.ends, &mut st);
     if order.len() < s.min_records.max(4) {
         st.reason = Some(format!(
             "{} successful profiling record(s), fewer than {}: too few to tell a wave or a tail \
@@ -144,15 +142,9 @@ pub fn detect(records: &[Record], s: &SteadySettings) -> SteadyState {
         ));
         return st;
     }
-    let with = |m: Metric| {
-        order
-            .iter()
-            .filter(|&&i| records[i].values.get(m).is_some())
-            .count()
-    };
-    let basis = if with(Metric::TimeToFirstToken) * 10 >= order.len() * 9 {
+    let basis = if walk.with_ttft * 10 >= order.len() * 9 {
         Metric::TimeToFirstToken
-    } else if with(Metric::RequestLatency) * 10 >= order.len() * 9 {
+    } else if walk.with_latency * 10 >= order.len() * 9 {
         Metric::RequestLatency
     } else {
         st.reason = Some(
@@ -163,17 +155,94 @@ pub fn detect(records: &[Record], s: &SteadySettings) -> SteadyState {
         return st;
     };
     st.basis = Some(basis);
-    let valued: Vec<(usize, f64)> = order
+    let valued: Vec<(usize, f64, u64)> = order
         .iter()
-        .filter_map(|&i| server_ms(&records[i], basis).map(|v| (i, v.ln())))
+        .filter_map(|q| {
+            let v = match basis {
+                Metric::TimeToFirstToken => q.ttft_ms,
+                _ => q.latency_ms,
+            };
+            v.map(|v| (q.index, v.ln(), q.arrival))
+        })
         .collect();
-    wave(records, &valued, s, &mut st);
-    tail(records, &order, &mut st);
+    wave(&valued, s, &mut st);
+    tail(order, records.len(), &mut st);
+    if !st.wave.is_empty() || !st.tail.is_empty() {
+        st.excluded = vec![false; records.len()];
+        for &i in st.wave.iter().chain(&st.tail) {
+            st.excluded[i] = true;
+        }
+    }
     st
 }
 
+/// What [`detect`] reads of a successful profiling record.
+struct Request {
+    /// When it reached the server ([`arrival_ns`]).
+    arrival: u64,
+    /// Its index in the records.
+    index: usize,
+    /// Its TTFT and request latency less DNS + connect ([`server_ms`]).
+    ttft_ms: Option<f64>,
+    latency_ms: Option<f64>,
+    /// Its start, its first token (or start; never after the end), its end.
+    start: u64,
+    first: u64,
+    end: u64,
+}
+
+/// What one walk over the records gives [`detect`].
+struct Walk {
+    /// The successful profiling records, by arrival, then file order (the
+    /// records are in it).
+    requests: Vec<Request>,
+    /// Of those, how many have a TTFT, a request latency.
+    with_ttft: usize,
+    with_latency: usize,
+    /// Every profiling record's start and end (unsorted).
+    starts: Vec<u64>,
+    ends: Vec<u64>,
+}
+
+impl Walk {
+    fn of(records: &[Record]) -> Walk {
+        let mut w = Walk {
+            requests: Vec::new(),
+            with_ttft: 0,
+            with_latency: 0,
+            starts: Vec::new(),
+            ends: Vec::new(),
+        };
+        for (i, r) in records.iter().enumerate() {
+            if r.phase != Phase::Profiling {
+                continue;
+            }
+            w.starts.push(r.request_start_ns);
+            w.ends.push(r.request_end_ns);
+            if r.is_success() {
+                let q = Request {
+                    arrival: arrival_ns(r),
+                    index: i,
+                    ttft_ms: server_ms(r, Metric::TimeToFirstToken),
+                    latency_ms: server_ms(r, Metric::RequestLatency),
+                    start: r.request_start_ns,
+                    first: (r.first_token_ns())
+                        .unwrap_or(r.request_start_ns)
+                        .min(r.request_end_ns),
+                    end: r.request_end_ns,
+                };
+                w.with_ttft += usize::from(q.ttft_ms.is_some());
+                w.with_latency += usize::from(q.latency_ms.is_some());
+                w.requests.push(q);
+            }
+        }
+        w.requests.sort_unstable_by_key(|q| (q.arrival, q.index));
+        w
+    }
+}
+
 /// The opening wave (module doc), into `st`.
-fn wave(records: &[Record], valued: &[(usize, f64)], s: &SteadySettings, st: &mut SteadyState) {
+fn wave(valued: &[(usize, f64, u64)], s: &SteadySettings, st: &mut SteadyState) {
     let x: Vec<f64> = valued.iter().map(|v| v.1).collect();
     let Some(m) = change_point(&x) else {
         return;
@@ -193,59 +262,63 @@ fn wave(records: &[Record], valued: &[(usize, f64)], s: &SteadySettings, st: &mu
     let (wave_median, _) = robust(&x[..=end]);
     st.wave_median_ms = Some(wave_median.exp());
     st.steady_median_ms = Some(robust(&x[end + 1..]).0.exp());
-    st.wave_end_ns = valued.get(end + 1).map(|v| arrival_ns(&records[v.0]));
+    st.wave_end_ns = valued.get(end + 1).map(|v| v.2);
 }
 
 /// The drain tail (module doc) and the steady window, into `st`.
-fn tail(records: &[Record], order: &[usize], st: &mut SteadyState) {
+fn tail(order: &[Request], records: usize, st: &mut SteadyState) {
     let Some(drain) = st.drain_start_ns else {
         return;
     };
-    for &i in order {
-        if st.wave.binary_search(&i).is_ok() {
+    let mut in_wave = vec![false; records];
+    for &i in &st.wave {
+        in_wave[i] = true;
+    }
+    for q in order {
+        if in_wave[q.index] {
             continue;
         }
-        let r = &records[i];
-        let first = r
-            .first_token_ns()
-            .unwrap_or(r.request_start_ns)
-            .min(r.request_end_ns);
-        let len = r.request_end_ns - first;
-        let after = r.request_end_ns.saturating_sub(drain.max(first));
+        let len = q.end - q.first;
+        let after = q.end.saturating_sub(drain.max(q.first));
         let share = if len == 0 {
-            f64::from(u8::from(r.request_end_ns > drain))
+            f64::from(u8::from(q.end > drain))
         } else {
             after as f64 / len as f64
         };
         if share >= TAIL_SHARE {
-            st.tail.push(i);
+            st.tail.push(q.index);
         }
     }
     st.tail.sort_unstable();
-    let from = st.wave_end_ns.unwrap_or_else(|| {
-        order
-            .first()
-            .map_or(drain, |&i| records[i].request_start_ns)
-    });
+    let from = st
+        .wave_end_ns
+        .unwrap_or_else(|| order.first().map_or(drain, |q| q.start));
     st.window_ns = (drain > from).then_some((from, drain));
 }
 
 /// In flight: the peak, and the count when the last request was sent.
-fn load(records: &[Record], st: &mut SteadyState) {
-    let prof = records.iter().filter(|r| r.phase == Phase::Profiling);
-    let mut events: Vec<(u64, i64)> = prof
-        .flat_map(|r| [(r.request_start_ns, 1), (r.request_end_ns, -1)])
-        .collect();
-    // Ends before starts at the same instant: a request that ends as another
-    // starts is not in flight with it.
-    events.sort_unstable();
-    let drain = records
-        .iter()
-        .filter(|r| r.phase == Phase::Profiling)
-        .map(|r| r.request_start_ns)
-        .max();
+fn load(mut starts: Vec<u64>, mut ends: Vec<u64>, st: &mut SteadyState) {
+    // Each in time order (the file is close to end order, which the stable
+    // sort's runs use), then walked together.
+    starts.sort();
+    ends.sort();
+    let drain = starts.last().copied();
     let (mut now, mut peak, mut at_drain) = (0_i64, 0_i64, 0_i64);
-    for (t, d) in events {
+    let (mut s, mut e) = (0, 0);
+    while s < starts.len() || e < ends.len() {
+        // Ends before starts at the same instant: a request that ends as
+        // another starts is not in flight with it.
+        let (t, d) = match (starts.get(s), ends.get(e)) {
+            (Some(&a), Some(&b)) if b <= a => (b, -1),
+            (Some(&a), _) => (a, 1),
+            (None, Some(&b)) => (b, -1),
+            (None, None) => break,
+        };
+        if d > 0 {
+            s += 1;
+        } else {
+            e += 1;
+        }
         now += d;
         peak = peak.max(now);
         if Some(t) <= drain {
@@ -271,20 +344,57 @@ pub enum Per {
 /// run, output tokens count by the share of their generation (first token
 /// to end) inside it, requests where they end.
 pub fn rate(rs: &[&Record], window: Option<(u64, u64)>, per: Per, part: bool) -> Option<f64> {
-    let (a, b) = window?;
-    let secs = b.checked_sub(a)? as f64 / 1e9;
-    if secs <= 0.0 || rs.is_empty() {
-        return None;
+    let mut r = Rate::new(window, per, part);
+    rs.iter().for_each(|x| r.add(x));
+    r.finish()
+}
+
+/// [`rate`], a record at a time (so one walk can feed several).
+#[derive(Debug, Clone, Copy)]
+pub struct Rate {
+    window: Option<(u64, u64)>,
+    per: Per,
+    part: bool,
+    total: f64,
+    records: usize,
+    /// A record lacked its output tokens: the rate cannot be told.
+    unknown: bool,
+}
+
+impl Rate {
+    /// Over `window`, counting `per`, whole or by part ([`rate`]).
+    pub fn new(window: Option<(u64, u64)>, per: Per, part: bool) -> Rate {
+        Rate {
+            window,
+            per,
+            part,
+            total: 0.0,
+            records: 0,
+            unknown: false,
+        }
     }
-    let inside = |t: u64| f64::from(u8::from((a..=b).contains(&t)));
-    let mut total = 0.0;
-    for r in rs {
-        total += match (per, part) {
+
+    /// Counts one record.
+    pub fn add(&mut self, r: &Record) {
+        let Some((a, b)) = self.window else {
+            return;
+        };
+        self.records += 1;
+        let inside = |t: u64| f64::from(u8::from((a..=b).contains(&t)));
+        let tokens = || r.values.get(Metric::OutputSequenceLength);
+        self.total += match (self.per, self.part) {
             (Per::Requests, false) => 1.0,
             (Per::Requests, true) => inside(r.request_end_ns),
-            (Per::Tokens, false) => r.values.get(Metric::OutputSequenceLength)?,
+            (Per::Tokens, _) if self.unknown => 0.0,
+            (Per::Tokens, false) => tokens().unwrap_or_else(|| {
+                self.unknown = true;
+                0.0
+            }),
             (Per::Tokens, true) => {
-                let v = r.values.get(Metric::OutputSequenceLength)?;
+                let Some(v) = tokens() else {
+                    self.unknown = true;
+                    return;
+                };
                 let hi = r.request_end_ns;
                 let lo = r.first_token_ns().unwrap_or(r.request_start_ns).min(hi);
                 if hi == lo {
@@ -295,7 +405,14 @@ pub fn rate(rs: &[&Record], window: Option<(u64, u64)>, per: Per, part: bool) ->
             }
         };
     }
-    Some(total / secs)
+
+    /// Per second over the window; `None` without a window of positive
+    /// length, without records, or when a record lacked its tokens.
+    pub fn finish(&self) -> Option<f64> {
+        let (a, b) = self.window?;
+        let secs = b.checked_sub(a)? as f64 / 1e9;
+        (secs > 0.0 && self.records > 0 && !self.unknown).then(|| self.total / secs)
+    }
 }
 
 #[cfg(test)]
