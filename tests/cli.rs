@@ -271,6 +271,47 @@ fn huge_pages_on_or_off_give_the_same_report() {
     assert_eq!(on, off);
 }
 
+/// A report's size follows its findings, not the records: the cold-tls
+/// records repeated to 2,000 and to 20,000 give JSON reports within 10 %
+/// of each other, each listing the first 100 cold request ids and counting
+/// the rest.
+#[test]
+fn report_size_does_not_grow_with_the_records() {
+    let report = |n: usize| {
+        let (dir, run) = copy_run("cold-tls");
+        let lines = fs::read_to_string(run.join("profile_export.jsonl")).expect("records");
+        let per_copy = lines.lines().count();
+        fs::write(
+            run.join("profile_export.jsonl"),
+            lines.repeat(n.div_ceil(per_copy)),
+        )
+        .expect("write");
+        let out = assert_cmd::Command::cargo_bin("artifact-check")
+            .expect("binary builds")
+            .args(["--format", "json"])
+            .arg(&run)
+            .output()
+            .expect("binary runs");
+        drop(dir);
+        String::from_utf8(out.stdout).expect("UTF-8")
+    };
+    let (small, big) = (report(2_000), report(20_000));
+    assert!(
+        big.len() < small.len() * 11 / 10,
+        "{} bytes at 20,000 records against {} at 2,000",
+        big.len(),
+        small.len()
+    );
+    let v: serde_json::Value = serde_json::from_str(&big).expect("JSON");
+    let cold = &v["runs"][0]["checks"]["cold_connections"];
+    let listed = cold["cold_request_ids"].as_array().expect("a list").len();
+    assert_eq!(listed, 100);
+    assert_eq!(
+        cold["cold_request_ids_unlisted"].as_u64(),
+        cold["cold"].as_u64().map(|c| c - 100)
+    );
+}
+
 /// `artifact-check explain CODE` prints every code's row of docs/checks.md;
 /// an unknown code is exit 2.
 #[test]

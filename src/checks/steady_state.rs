@@ -21,7 +21,7 @@ use serde::Serialize;
 use super::{Check, CheckOutput, CheckReport, CheckStatus, Ctx, Detail};
 use crate::artifacts::records::{self, Metric, Record, RequestRef};
 use crate::config::SteadySettings;
-use crate::findings::{Finding, Moved, Over, Unit};
+use crate::findings::{Finding, Moved, Over, Unit, MAX_LISTED_IDS};
 use crate::model::steady::{Per, Rate, SteadyState};
 use crate::results::published::{Figure, Looked, QUOTED_STATS, THROUGHPUTS};
 use crate::stats::{self, DiffInterval, Stat};
@@ -70,8 +70,12 @@ pub struct Row {
 pub struct Wave {
     /// Its requests.
     pub requests: usize,
-    /// Their `x_request_id`s, in arrival order.
+    /// Their `x_request_id`s, in arrival order: the first
+    /// [`MAX_LISTED_IDS`].
     pub request_ids: Vec<RequestRef>,
+    /// Its requests beyond those listed (written when nonzero).
+    #[serde(skip_serializing_if = "crate::findings::none_unlisted")]
+    pub request_ids_unlisted: usize,
     /// Seconds from the first profiling request's start to the last wave
     /// request's.
     pub started_within_s: f64,
@@ -97,8 +101,12 @@ pub struct Wave {
 pub struct Tail {
     /// Its requests.
     pub requests: usize,
-    /// Their `x_request_id`s, in arrival order.
+    /// Their `x_request_id`s, in arrival order: the first
+    /// [`MAX_LISTED_IDS`].
     pub request_ids: Vec<RequestRef>,
+    /// Its requests beyond those listed (written when nonzero).
+    #[serde(skip_serializing_if = "crate::findings::none_unlisted")]
+    pub request_ids_unlisted: usize,
     /// Requests in flight when the last one was sent.
     pub inflight_at_drain: usize,
     /// The metric its difference is tested on (`inter_token_latency`, or
@@ -353,6 +361,14 @@ impl<'a> Split<'a> {
     }
 }
 
+/// The ids a report lists of `rs` ([`MAX_LISTED_IDS`]).
+fn listed(rs: &[&Record]) -> Vec<RequestRef> {
+    rs.iter()
+        .take(MAX_LISTED_IDS)
+        .map(|r| r.request_ref())
+        .collect()
+}
+
 fn values(rs: &[&Record], m: Metric) -> Vec<f64> {
     rs.iter().filter_map(|r| r.values.get(m)).collect()
 }
@@ -422,7 +438,8 @@ fn wave(split: &Split, st: &SteadyState) -> Option<Wave> {
     let minus_steady = noise(&values(&split.wave, basis), split.steady_values(basis));
     Some(Wave {
         requests: split.wave.len(),
-        request_ids: split.wave.iter().map(|r| r.request_ref()).collect(),
+        request_ids: listed(&split.wave),
+        request_ids_unlisted: split.wave.len().saturating_sub(MAX_LISTED_IDS),
         started_within_s: last.saturating_sub(first) as f64 / 1e9,
         median_ms: st.wave_median_ms?,
         steady_median_ms: st.steady_median_ms?,
@@ -457,7 +474,8 @@ fn tail(split: &Split, st: &SteadyState) -> Option<Tail> {
     let minus_steady = noise(&t, s);
     Some(Tail {
         requests: split.tail.len(),
-        request_ids: split.tail.iter().map(|r| r.request_ref()).collect(),
+        request_ids: listed(&split.tail),
+        request_ids_unlisted: split.tail.len().saturating_sub(MAX_LISTED_IDS),
         inflight_at_drain: st.inflight_at_drain,
         metric,
         mean: stats::mean(&t),

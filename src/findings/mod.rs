@@ -602,6 +602,17 @@ pub fn explanation(code: &str) -> Option<Vec<(String, String)>> {
     None
 }
 
+/// At most this many request ids are listed in one list of a report (the
+/// first ones, in the list's order); the rest are counted beside it
+/// (`<list>_unlisted`), so a report's size follows its findings, not the
+/// records. `clean` writes every request with its cause.
+pub const MAX_LISTED_IDS: usize = 100;
+
+/// Serde's test for a count of ids not listed: written only when some are.
+pub fn none_unlisted(n: &usize) -> bool {
+    *n == 0
+}
+
 /// At most this many findings of one code are listed per file of a run;
 /// the rest are counted in one more finding (see [`cap`]).
 pub const MAX_LISTED: usize = 100;

@@ -24,7 +24,7 @@ use serde::Serialize;
 use super::{Check, CheckOutput, CheckReport, CheckStatus, Ctx, Detail};
 use crate::artifacts::records::{self, Metric, Phase, Record, RequestRef};
 use crate::config::ColdSettings;
-use crate::findings::{Finding, Moved, Severity, Unit};
+use crate::findings::{Finding, Moved, Severity, Unit, MAX_LISTED_IDS};
 use crate::model::connection::setup_ms;
 use crate::stats::{self, DiffInterval};
 
@@ -128,8 +128,12 @@ pub struct Report {
     pub shares: Option<Shares>,
     /// First turns of sessions among profiling records.
     pub first_turns: usize,
-    /// `x_request_id`s of the cold profiling records, in file order.
+    /// `x_request_id`s of the cold profiling records, in file order: the
+    /// first [`MAX_LISTED_IDS`].
     pub cold_request_ids: Vec<RequestRef>,
+    /// Cold profiling records beyond those listed (written when nonzero).
+    #[serde(skip_serializing_if = "crate::findings::none_unlisted")]
+    pub cold_request_ids_unlisted: usize,
     /// The same counts over warmup records.
     pub warmup: Option<Counts>,
     /// Thresholds in force.
@@ -263,7 +267,7 @@ impl<'a> Walk<'a> {
                 continue;
             }
             w.profiling.add(r, t);
-            if t == Temperature::Cold {
+            if t == Temperature::Cold && w.cold_request_ids.len() < MAX_LISTED_IDS {
                 w.cold_request_ids.push(r.request_ref());
             }
             if !r.is_success() {
@@ -339,6 +343,7 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
         unknown: c.unknown,
         shares,
         first_turns: c.first_turns,
+        cold_request_ids_unlisted: c.cold - cold_request_ids.len(),
         cold_request_ids,
         warmup: ctx.model.warmup.as_ref().map(|_| warmup_counts),
         thresholds,
@@ -717,6 +722,7 @@ fn empty(thresholds: Thresholds) -> Report {
         shares: None,
         first_turns: 0,
         cold_request_ids: Vec::new(),
+        cold_request_ids_unlisted: 0,
         warmup: None,
         thresholds,
         all_cold: false,
