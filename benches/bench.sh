@@ -8,30 +8,41 @@
 #     and on all cores with huge pages forced on and off;
 #   - the Python loop an analyst writes today (benches/python_loop.py);
 #   - `wc -l` on the same file;
-#   - artifact-check over 1,000 small run directories (copies of the samples).
+#   - artifact-check over SMALL_RUNS small run directories (copies of the
+#     samples; a fleet audit on one machine: runs/s and peak RSS);
+#   - a run whose raw scrapes (server_metrics_export.jsonl) are SCRAPE_MB
+#     (benches/make_scrapes.py), the full check and `wc -l` on that file;
+#   - every report format of the full check (`--format F`), its time and size;
+# and then the stages of one check (examples/stage_times: load, model, each
+# check, the JSON report), the fastest of three, each against the read.
 # The default decides huge pages itself: on, unless this machine is a VM
 # whose balloon reports free pages to the host (src/alloc.rs).
 # Prints wall time, throughput (GB/s, records/s), peak RSS and the ratios.
 #
-#   bash benches/bench.sh            # SIZE_MB=1024 SMALL_RUNS=1000
+#   bash benches/bench.sh            # SIZE_MB=1024 SMALL_RUNS=10000 SCRAPE_MB=1024
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZE_MB=${SIZE_MB:-1024}
-SMALL_RUNS=${SMALL_RUNS:-1000}
+SMALL_RUNS=${SMALL_RUNS:-10000}
+SCRAPE_MB=${SCRAPE_MB:-1024}
+FORMATS=${FORMATS:-"concise full json junit markdown github ndjson sarif gitlab html"}
 SAMPLE=${SAMPLE:-sample-artifacts/runs/cold-tls}
 work="$(mktemp -d "${BENCH_DIR:-/tmp}/artifact-check-bench.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
 cargo build --release --quiet
+cargo build --release --quiet --example stage_times
 bin=target/release/artifact-check
 python3 benches/make_big_run.py "$SAMPLE" "$work/big" "$SIZE_MB"
+python3 benches/make_scrapes.py sample-artifacts/runs/vllm-dp "$work/scrapes" "$SCRAPE_MB" --endpoints 2 > /dev/null
+scrapes="$work/scrapes/server_metrics_export.jsonl"
 file="$work/big/profile_export.jsonl"
 bytes=$(stat -c %s "$file")
 records=$(wc -l < "$file")
 # Write the generated file out first: its writeback would otherwise compete
 # with the timed runs for the disk and CPU.
 sync
-cat "$file" > /dev/null   # warm the page cache for every contender alike
+cat "$file" "$scrapes" > /dev/null   # warm the page cache for every contender alike
 
 # shellcheck source=benches/lib.sh
 source benches/lib.sh
@@ -57,10 +68,17 @@ for _ in 1 2 3; do
   run_once artifact_check_huge_off env ARTIFACT_CHECK_HUGE_PAGES=off "$bin" --format json "$work/big"
   run_once python_loop python3 benches/python_loop.py "$file"
   run_once small_runs "$bin" --format json "$work/small"
+  run_once scrapes_wc_l wc -l "$scrapes"
+  run_once scrapes_artifact_check "$bin" --format json "$work/scrapes"
+  for f in $FORMATS; do
+    run_once "format_$f" "$bin" --format "$f" "$work/big"
+    "$bin" --format "$f" "$work/big" 2> /dev/null | wc -c > "$work/size_$f" || true
+  done
+  target/release/examples/stage_times "$work/big" >> "$work/stages"
 done
 
-python3 - "$work/runs" "$bytes" "$records" "$SMALL_RUNS" <<'PY'
-import sys
+python3 - "$work/runs" "$bytes" "$records" "$SMALL_RUNS" "$(stat -c %s "$scrapes")" "$work" "$FORMATS" <<'PY'
+import sys, os
 rows, every = {}, {}
 for line in open(sys.argv[1]):
     name, t, rss = line.split()
@@ -83,6 +101,26 @@ for name in ("artifact_check_huge_on", "artifact_check_huge_off"):
 print(f"artifact-check all cores vs --jobs 1: {rows['artifact_check_jobs1'][0] / ac:.2f}x")
 t, rss = rows["small_runs"]
 print(f"{small} small run directories: {t:.2f} s ({small / t:.0f} runs/s), peak RSS {rss / 1024:.1f} MiB")
+sbytes, work, formats = int(sys.argv[5]), sys.argv[6], sys.argv[7].split()
+t, rss = rows["scrapes_artifact_check"]
+w = rows["scrapes_wc_l"][0]
+print(f"raw scrapes: {sbytes / 1e9:.3f} GB: full check {t:.2f} s, {sbytes / t / 1e9:.3f} GB/s, "
+      f"{t / w:.2f}x wc -l ({w:.2f} s), peak RSS {rss / 1024:.1f} MiB ({rss * 1024 / sbytes:.1%} of the file)")
+print(f"{'format':10} {'wall s':>7} {'bytes':>10}")
+for f in formats:
+    t, _ = rows[f"format_{f}"]
+    size = open(os.path.join(work, f"size_{f}")).read().strip()
+    print(f"{f:10} {t:7.2f} {int(size):10}")
+stages = {}
+for line in open(os.path.join(work, "stages")):
+    parts = line.split()
+    if len(parts) >= 3 and parts[-1] == "s" and not line.startswith("drop"):
+        name = " ".join(parts[:-2])
+        stages[name] = min(stages.get(name, float("inf")), float(parts[-2]))
+load = stages.get("load")
+print("stages of one check, one thread each (fastest of three), and as a share of the load:")
+for name, t in stages.items():
+    print(f"  {name:20} {t:7.3f} s {t / load:7.1%}")
 print("every run, in round order (s): " + "; ".join(
     f"{name} {' '.join(f'{t:.2f}' for t in ts)}" for name, ts in every.items()))
 PY
