@@ -50,8 +50,8 @@ pub enum BaselineError {
 impl Baseline {
     /// Reads a JSON report written by `--format json` (or `--report json=`).
     pub fn read(path: &Path) -> Result<Baseline, BaselineError> {
-        let text =
-            crate::files::read_regular_to_string(path).map_err(|why| BaselineError::Read {
+        let text = crate::files::read_regular_to_string(path, crate::files::MAX_BASELINE_BYTES)
+            .map_err(|why| BaselineError::Read {
                 path: path.to_path_buf(),
                 why,
             })?;

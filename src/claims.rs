@@ -171,10 +171,11 @@ pub enum ClaimsError {
 
 /// Reads a claims file; any unknown name or key is an error naming it.
 pub fn read(path: &Path) -> Result<Vec<Claim>, ClaimsError> {
-    let text = crate::files::read_regular_to_string(path).map_err(|why| ClaimsError::Read {
-        path: path.to_path_buf(),
-        why,
-    })?;
+    let text = crate::files::read_regular_to_string(path, crate::files::MAX_SETTINGS_BYTES)
+        .map_err(|why| ClaimsError::Read {
+            path: path.to_path_buf(),
+            why,
+        })?;
     let file: ClaimsFile = toml::from_str(&text).map_err(|e| ClaimsError::Syntax {
         path: path.to_path_buf(),
         message: e.to_string(),

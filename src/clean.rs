@@ -21,7 +21,7 @@ use crate::model::connection::Temperature;
 use crate::model::selection::{select, statistics, Selection};
 pub use crate::model::selection::{DropReason, Dropped, Exclusions};
 use crate::stats;
-use crate::text::escape::csv_cell;
+use crate::text::escape::{csv_cell, visible};
 
 /// Why the clean export could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -203,8 +203,9 @@ fn write_csv(kept: &[&Record], temperatures: &[Temperature], w: &mut dyn Write) 
     csv.write_record(header())?;
     for (r, t) in kept.iter().zip(temperatures) {
         let opt = |v: Option<String>| v.unwrap_or_default();
-        // Ids are input text: never a formula when the CSV is opened.
-        let text = |v: Option<String>| csv_cell(&opt(v)).into_owned();
+        // Ids are input text: one physical line, no control or bidi
+        // character ([`visible`]), never a formula when the CSV is opened.
+        let text = |v: Option<String>| csv_cell(&visible(&opt(v))).into_owned();
         let mut row = vec![
             r.line.to_string(),
             text(r.x_request_id.as_ref().map(ToString::to_string)),

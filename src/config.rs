@@ -480,10 +480,11 @@ pub fn find_config(start: &Path) -> Option<PathBuf> {
 
 /// Reads and parses a configuration file.
 pub fn read_config(path: &Path) -> Result<Layer, ConfigError> {
-    let text = crate::files::read_regular_to_string(path).map_err(|why| ConfigError::Read {
-        path: path.to_path_buf(),
-        why,
-    })?;
+    let text = crate::files::read_regular_to_string(path, crate::files::MAX_SETTINGS_BYTES)
+        .map_err(|why| ConfigError::Read {
+            path: path.to_path_buf(),
+            why,
+        })?;
     toml::from_str(&text).map_err(|e| ConfigError::Syntax {
         path: path.to_path_buf(),
         message: e.to_string(),

@@ -81,23 +81,69 @@ pub fn kind(meta: &fs::Metadata) -> &'static str {
 /// Opens `path` for reading if it is a regular file (after following
 /// symlinks); anything else is an error that says what it is, returned
 /// before the file is opened (so a FIFO never blocks).
+///
+/// It is opened without blocking (`O_NONBLOCK`, which a file on disk
+/// ignores), so a "regular" file whose reads wait for data (`/proc/kmsg`)
+/// fails its first read instead of hanging the audit; what was opened is
+/// checked again (the path could have changed in between).
 pub fn open_regular(path: &Path) -> io::Result<File> {
+    let not_regular = |meta: &fs::Metadata| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("is {}, not a regular file; not read", kind(meta)),
+        )
+    };
     let meta = fs::metadata(path)?;
     if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("is {}, not a regular file; not read", kind(&meta)),
-        ));
+        return Err(not_regular(&meta));
     }
-    File::open(path)
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    Ok(file)
 }
 
-/// Reads a regular file (see [`open_regular`]) into a string.
-pub fn read_regular_to_string(path: &Path) -> io::Result<String> {
+/// Reads a regular file (see [`open_regular`]) of at most `limit` bytes into
+/// a string; a larger one is an error that says the limit, and is not read
+/// past it (memory follows the limit, not the file).
+pub fn read_regular_to_string(path: &Path, limit: u64) -> io::Result<String> {
     let mut s = String::new();
-    io::Read::read_to_string(&mut open_regular(path)?, &mut s)?;
+    let file = open_regular(path)?;
+    io::Read::read_to_string(&mut io::Read::take(file, limit + 1), &mut s).map_err(|e| {
+        if e.kind() == io::ErrorKind::WouldBlock {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "its read would wait for data (not a file on disk); not read",
+            )
+        } else {
+            e
+        }
+    })?;
+    if s.len() as u64 > limit {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("is larger than {limit} bytes, the most this input may be; not read"),
+        ));
+    }
     Ok(s)
 }
+
+/// The most a configuration or claims file may be (bytes): a settings file
+/// is a few kB; the limit keeps a wrong path from costing memory.
+pub const MAX_SETTINGS_BYTES: u64 = 16 << 20;
+
+/// The most a `--baseline` report may be (bytes): a JSON report of about
+/// a million findings.
+pub const MAX_BASELINE_BYTES: u64 = 512 << 20;
 
 /// `path` made absolute with every `.`, `..` and symlink resolved, as the
 /// kernel would on open (a dangling symlink's target included), also where
@@ -109,6 +155,44 @@ pub fn resolve(path: &Path) -> io::Result<PathBuf> {
         std::env::current_dir()?.join(path)
     };
     resolve_in(PathBuf::new(), &abs, 0)
+}
+
+/// Opens a device, FIFO or socket path for writing in place. A FIFO nobody
+/// reads would block the open: it is opened without blocking (which fails
+/// at once, "no reader") and then set back to blocking writes, so a slow
+/// reader is waited for.
+fn open_in_place(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.write(true);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::io::AsRawFd;
+        options.custom_flags(libc::O_NONBLOCK);
+        let file = options.open(path).map_err(|e| {
+            if e.raw_os_error() == Some(libc::ENXIO) {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "is a FIFO that nothing reads; not written",
+                )
+            } else {
+                e
+            }
+        })?;
+        // SAFETY: fcntl on a descriptor this function owns, with flags read
+        // from it.
+        #[allow(unsafe_code)]
+        unsafe {
+            let fd = file.as_raw_fd();
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+            }
+        }
+        Ok(file)
+    }
+    #[cfg(not(target_os = "linux"))]
+    options.open(path)
 }
 
 /// Resolves `rel` from `base`, which is already free of symlinks.
@@ -189,7 +273,7 @@ pub fn write(
         // `/dev/stdout`, `/proc/self/fd/N`, a FIFO, `/dev/null`: the kernel
         // resolves the path (a magic link included); written in place.
         Ok(m) if !m.is_file() => {
-            let mut f = OpenOptions::new().write(true).open(path).map_err(err)?;
+            let mut f = open_in_place(path).map_err(err)?;
             let mut buf = io::BufWriter::new(&mut f);
             write(&mut buf).and_then(|_| buf.flush()).map_err(err)
         }

@@ -51,7 +51,7 @@ use crate::claims::Claim;
 pub use crate::config::CodeFilter;
 use crate::config::Settings;
 use crate::discover::PathError;
-use crate::findings::{reading, Code, Finding, RunNames, Severity};
+use crate::findings::{Code, Finding, RunNames, Severity};
 use crate::model::RunModel;
 use crate::results::{CheckResult, CheckStatus, Checks};
 pub use crate::results::{
@@ -425,10 +425,12 @@ fn timeline_of(
     results::timeline::build(run, model, &named)
 }
 
-/// A run's status: `error` when it could not be read (no artifact, or a
-/// file that exists but cannot be read), else its worst finding's.
+/// A run's status: `error` when none of its artifacts could be read (exit
+/// 2, as `--help` says), else its worst finding's: one unreadable artifact
+/// among others read is an `unreadable-file` error finding (exit 1), and the
+/// findings of the others stand.
 fn run_status(unreadable: bool, findings: &[Finding]) -> RunStatus {
-    if unreadable || findings.iter().any(|f| f.code == reading::UNREADABLE_FILE) {
+    if unreadable {
         return RunStatus::Error;
     }
     match findings.iter().map(|f| f.severity).max() {

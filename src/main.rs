@@ -26,7 +26,7 @@ static ALLOC: alloc::HugePages = alloc::HugePages;
 fn main() -> ExitCode {
     alloc::configure();
     if let Some(msg) = shadowed_subcommand() {
-        eprintln!("artifact-check: error: {msg}");
+        eprintln!("artifact-check: error: {}", report::escape::message(&msg));
         return ExitCode::from(EXIT_ERROR as u8);
     }
     let cli = Cli::parse();
@@ -58,7 +58,10 @@ fn main() -> ExitCode {
             }
             // Every error the tool cannot work past: bad arguments or
             // configuration, an output it cannot write (exit 2).
-            eprintln!("artifact-check: error: {e:#}");
+            eprintln!(
+                "artifact-check: error: {}",
+                report::escape::message(&format!("{e:#}"))
+            );
             ExitCode::from(EXIT_ERROR as u8)
         }
     }
@@ -246,9 +249,9 @@ fn write_reports(
         let plain = report::Options::default();
         if let Err(e) = files::write(path, protected, |w| report::render(*f, report, plain, w)) {
             eprintln!(
-                "artifact-check: error: writing the {} report: {:#}",
+                "artifact-check: error: writing the {} report: {}",
                 f.name(),
-                anyhow::Error::from(e)
+                report::escape::message(&format!("{:#}", anyhow::Error::from(e)))
             );
             failed.push(path.display().to_string());
         }
@@ -301,15 +304,25 @@ fn print_config(explicit: Option<&std::path::Path>) -> Result<i32> {
     match &resolved.file {
         Some(p) => println!(
             "# effective configuration: {} over the defaults",
-            p.display()
+            report::escape::message(&p.display().to_string())
         ),
         None => println!("# effective configuration: the defaults (no artifact-check.toml found)"),
     }
     let eff = config::Layer::effective(&resolved.settings);
-    print!(
-        "{}",
-        toml::to_string(&eff).context("serializing the configuration")?
-    );
+    let text = toml::to_string(&eff).context("serializing the configuration")?;
+    // TOML escapes control characters but writes bidi and zero-width ones
+    // raw: those as TOML's `\uXXXX` escapes, line by line.
+    for line in text.lines() {
+        let mut shown = String::with_capacity(line.len());
+        for c in line.chars() {
+            if report::escape::is_unsafe(c) {
+                shown.push_str(&format!("\\u{:04X}", c as u32));
+            } else {
+                shown.push(c);
+            }
+        }
+        println!("{shown}");
+    }
     Ok(0)
 }
 
@@ -390,7 +403,7 @@ fn run_clean(args: &CleanArgs) -> Result<i32> {
             "artifact-check: {} problem(s) reading profile_export.jsonl; those records are not \
              in the export (listed in summary.json), the first: {}",
             s.unreadable.len(),
-            report::escape::visible(&s.unreadable[0])
+            report::escape::message(&s.unreadable[0])
         );
         return Ok(1);
     }

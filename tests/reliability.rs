@@ -608,3 +608,183 @@ fn an_existing_output_file_error_says_its_cause_once() {
         .to_string();
     assert_eq!(err.matches(cause.as_str()).count(), 1, "{err}");
 }
+
+// ---- Reliability II (issue 36): each test below failed on 2405e59. ----
+
+/// The scrapes of `run` rewritten so every `vllm:time_to_first_token_seconds`
+/// series has `n` buckets (cumulative, valid): the cost of one histogram of
+/// many buckets.
+fn with_buckets(run: &Path, n: usize) {
+    let path = run.join("server_metrics_export.jsonl");
+    let mut lines = Vec::new();
+    for mut d in jsonl(&path) {
+        if let Some(series) = d["metrics"]["vllm:time_to_first_token_seconds"].as_array_mut() {
+            for s in series {
+                let count = s["count"].as_f64().unwrap_or(0.0);
+                let mut b = serde_json::Map::new();
+                for i in 0..n {
+                    let c = if i >= n / 2 { count } else { 0.0 };
+                    b.insert(format!("{:.5}", (i + 1) as f64 * 1e-5), c.into());
+                }
+                b.insert("+Inf".into(), count.into());
+                s["buckets"] = Value::Object(b);
+            }
+        }
+        lines.push(d);
+    }
+    write_jsonl(&path, &lines);
+}
+
+/// Group 2: a histogram of 100,000 buckets in every scrape is audited (its
+/// cost was quadratic in the buckets: the attribution added a bound at a
+/// time, copying every row each time; the unit test
+/// `new_bounds_are_added_in_one_rebuild_keeping_every_count` holds the one
+/// rebuild, docs/reliability.md the times), and its report is the one a
+/// histogram of the sample's own buckets gives, bar the counts per bucket.
+#[test]
+fn a_histogram_of_100k_buckets_is_audited() {
+    let (_dir, run) = copy_run("clean");
+    with_buckets(&run, 100_000);
+    let (v, code) = json_of(&run);
+    let (clean, clean_code) = sample("clean");
+    assert_eq!(code, clean_code, "{v}");
+    assert_eq!(v["runs"][0]["status"], clean["status"]);
+}
+
+/// Group 3: a run folder named like a workflow command never starts a line
+/// of any format but GitHub's (whose annotations encode it).
+#[test]
+fn a_run_named_like_a_workflow_command_starts_no_line() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for name in ["::error::X", "::stop-commands::T"] {
+        copy_dir(&run_dir("cold-tls"), &dir.path().join(name));
+    }
+    for format in [
+        "concise", "full", "markdown", "junit", "html", "json", "sarif",
+    ] {
+        let (out, err, _) = run_in(Some(dir.path()), &["--format", format, "."]);
+        let (out2, _, _) = run_in(Some(dir.path()), &["--format", format, "::error::X"]);
+        for line in out.lines().chain(out2.lines()).chain(err.lines()) {
+            assert!(!line.starts_with("::"), "{format}: {line}");
+        }
+    }
+}
+
+/// Group 3: an error that quotes a path or a line of input says it on one
+/// line, without control or bidi characters, and at most 2,000 characters
+/// of it.
+#[test]
+fn errors_quote_input_escaped_and_shortened() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let bad = dir.path().join("x\u{1b}[31m\n::error::y\u{202e}.toml");
+    let long = format!("a = \"{}\u{202e}\n", "z".repeat(100_000));
+    fs::write(&bad, long + "[[[").expect("write");
+    let (_, err, code) = ac(&["--config", bad.to_str().expect("utf8"), "."]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        !err.contains('\u{1b}') && !err.contains('\u{202e}'),
+        "{err}"
+    );
+    assert!(err.len() < 2_300, "{} bytes", err.len());
+}
+
+/// Group 4: `/proc/kmsg` is a regular file to stat whose read waits for the
+/// kernel's log; as `--config` it is refused at once (it hung).
+#[test]
+fn a_file_whose_read_blocks_is_refused_not_waited_for() {
+    if fs::metadata("/proc/kmsg").is_err() {
+        return missing_tool("/proc/kmsg, a file whose read blocks");
+    }
+    let (_, err, code) = ac(&[
+        "--config",
+        "/proc/kmsg",
+        run_dir("clean").to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, 2, "{err}");
+}
+
+/// Group 4: `-o` a FIFO nothing reads is an error at once (the open blocked).
+#[test]
+fn an_output_fifo_with_no_reader_is_refused_not_waited_for() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        return missing_tool("mkfifo");
+    }
+    let (_, err, code) = ac(&[
+        "-o",
+        fifo.to_str().expect("utf8"),
+        run_dir("clean").to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("nothing reads"), "{err}");
+}
+
+/// Group 4: settings files are read up to 16 MiB, never whole (a 1 GB
+/// `--config` allocated 7.4 GB).
+#[test]
+fn a_huge_settings_file_is_refused_by_its_size() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let big = dir.path().join("big.toml");
+    let f = fs::File::create(&big).expect("create");
+    f.set_len(1 << 30).expect("sparse 1 GiB");
+    for flag in ["--config", "--expect"] {
+        let (_, err, code) = ac(&[
+            flag,
+            big.to_str().expect("utf8"),
+            run_dir("clean").to_str().expect("utf8"),
+        ]);
+        assert_eq!(code, 2, "{flag}: {err}");
+        assert!(err.contains("larger than"), "{flag}: {err}");
+    }
+}
+
+/// Group 5: a run whose artifacts are all dangling symlinks is a run that
+/// cannot be read (exit 2), not a folder whose `phases/` are two runs.
+#[test]
+fn a_run_of_dangling_links_is_a_run_that_cannot_be_read() {
+    let (_dir, run) = copy_run("clean");
+    for name in [
+        "profile_export_aiperf.json",
+        "profile_export.jsonl",
+        "server_metrics_export.json",
+    ] {
+        let p = run.join(name);
+        if fs::symlink_metadata(&p).is_ok() {
+            fs::remove_file(&p).expect("remove");
+            std::os::unix::fs::symlink("/nonexistent/x", &p).expect("link");
+        }
+    }
+    fs::create_dir_all(run.join("phases/warmup")).expect("phases");
+    fs::copy(
+        run_dir("clean").join("profile_export_aiperf.json"),
+        run.join("phases/warmup/profile_export_aiperf.json"),
+    )
+    .expect("copy");
+    let (v, code) = json_of(&run);
+    assert_eq!(v["runs"].as_array().map(Vec::len), Some(1), "{v}");
+    assert_eq!(code, 2);
+}
+
+/// Group 5: one unreadable artifact among others read is an
+/// `unreadable-file` error and a FAIL (exit 1) with the other findings
+/// listed; exit 2 is for a run none of whose artifacts could be read, as
+/// `--help` says.
+#[test]
+fn one_unreadable_artifact_fails_the_run_it_does_not_error_it() {
+    let (_dir, run) = copy_run("cold-tls");
+    let p = run.join("server_metrics_export.json");
+    fs::remove_file(&p).expect("remove");
+    std::os::unix::fs::symlink("/nonexistent/x", &p).expect("link");
+    let (v, code) = json_of(&run);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["runs"][0]["status"], "fail");
+    let all = findings(&v);
+    let codes: Vec<&str> = all.iter().filter_map(|f| f["code"].as_str()).collect();
+    assert!(codes.contains(&"unreadable-file"), "{codes:?}");
+    assert!(codes.len() > 1, "{codes:?}");
+    let (help, _, _) = ac(&["--help"]);
+    assert!(help.contains("a run none of whose artifacts could be read"));
+}

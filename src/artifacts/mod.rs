@@ -105,7 +105,11 @@ pub struct RunArtifacts {
 
 /// Is `dir` a run directory (holds at least one marker file)?
 pub fn is_run_dir(dir: &Path) -> bool {
-    RUN_MARKERS.iter().any(|f| dir.join(f).exists())
+    // A marker that is a dangling symlink still marks a run (one whose
+    // artifact cannot be read: said, exit 2), never a folder to look into.
+    RUN_MARKERS
+        .iter()
+        .any(|f| fs::symlink_metadata(dir.join(f)).is_ok())
 }
 
 enum Opened {

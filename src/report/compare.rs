@@ -87,6 +87,13 @@ fn intro(c: &Comparison) -> String {
 
 /// Writes the comparison.
 pub fn render(c: &Comparison, format: CompareFormat, out: &mut dyn Write) -> io::Result<()> {
+    // No line starts a workflow command (see `escape::NoCommands`).
+    let mut guarded = crate::text::escape::NoCommands::new(out);
+    render_unguarded(c, format, &mut guarded)?;
+    guarded.finish()
+}
+
+fn render_unguarded(c: &Comparison, format: CompareFormat, out: &mut dyn Write) -> io::Result<()> {
     match format {
         CompareFormat::Json => {
             crate::text::escape::write_json(&mut *out, c)?;

@@ -92,6 +92,21 @@ pub fn render(
     opts: Options,
     out: &mut dyn Write,
 ) -> io::Result<()> {
+    if format == Format::Github {
+        return github::render(report, out);
+    }
+    // No line of any other format starts a workflow command.
+    let mut guarded = escape::NoCommands::new(out);
+    render_unguarded(format, report, opts, &mut guarded)?;
+    guarded.finish()
+}
+
+fn render_unguarded(
+    format: Format,
+    report: &Report,
+    opts: Options,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     match format {
         Format::Concise => concise::render(report, opts, out),
         Format::Table => table::render(report, opts, out),

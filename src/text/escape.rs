@@ -47,6 +47,93 @@ pub fn visible(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The most characters of one message on standard error (an error quoting
+/// a line of a 100 MB file says its first ones and how many more).
+pub const MAX_MESSAGE_CHARS: usize = 2000;
+
+/// A message for a terminal or a log (errors, status lines): [`visible`],
+/// so one line, and at most [`MAX_MESSAGE_CHARS`] characters.
+pub fn message(s: &str) -> String {
+    let v = visible(s);
+    let mut chars = v.char_indices();
+    match chars.nth(MAX_MESSAGE_CHARS) {
+        None => v.into_owned(),
+        Some((at, _)) => {
+            let rest = v[at..].chars().count();
+            format!("{} ... ({rest} more characters)", &v[..at])
+        }
+    }
+}
+
+/// A writer that keeps every line it writes from starting with `::`, which
+/// GitHub Actions runs as a workflow command (`::error::`, and
+/// `::stop-commands::`, which silences every later annotation of the job):
+/// such a line gets a space first. Every format but GitHub's own goes
+/// through it, so text from the input (a run folder named `::error::x`)
+/// that starts a line never becomes a command. Call [`Self::finish`] last.
+pub struct NoCommands<W: io::Write> {
+    inner: W,
+    state: LineState,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum LineState {
+    /// At the start of a line.
+    Start,
+    /// A `:` at the start of a line, held back.
+    Colon,
+    /// Within a line.
+    Within,
+}
+
+impl<W: io::Write> NoCommands<W> {
+    /// Guards `inner`.
+    pub fn new(inner: W) -> NoCommands<W> {
+        NoCommands {
+            inner,
+            state: LineState::Start,
+        }
+    }
+
+    /// Writes what is held back and flushes.
+    pub fn finish(&mut self) -> io::Result<()> {
+        if self.state == LineState::Colon {
+            self.inner.write_all(b":")?;
+            self.state = LineState::Within;
+        }
+        self.inner.flush()
+    }
+}
+
+impl<W: io::Write> io::Write for NoCommands<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut out = Vec::with_capacity(buf.len() + 2);
+        for &b in buf {
+            match (self.state, b) {
+                (LineState::Start, b':') => {
+                    self.state = LineState::Colon;
+                    continue;
+                }
+                (LineState::Colon, b':') => out.extend_from_slice(b" :"),
+                (LineState::Colon, _) => out.push(b':'),
+                _ => {}
+            }
+            out.push(b);
+            self.state = if b == b'\n' {
+                LineState::Start
+            } else {
+                LineState::Within
+            };
+        }
+        self.inner.write_all(&out)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// `s` made [`visible`], then safe as Markdown inline text (also inside a
 /// table cell): HTML's `<`, `>`, `&` as entities, and every character that
 /// starts Markdown syntax backslash-escaped.

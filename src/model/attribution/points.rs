@@ -62,26 +62,49 @@ impl Points {
             .filter(|(_, c)| !c.is_nan())
     }
 
-    /// Bound `le`'s column, added (every row `NaN` there) if new.
-    fn column(&mut self, le: f64) -> usize {
-        let key = le_key(le);
-        match self.les.binary_search_by_key(&key, |x| le_key(*x)) {
-            Ok(j) => j,
-            Err(j) => {
-                // Every row (one per point) gets the new column.
-                let w = self.les.len();
-                let mut counts = Vec::with_capacity(self.pts.len() * (w + 1));
-                for r in 0..self.pts.len() {
-                    let row = &self.counts[r * w..(r + 1) * w];
-                    counts.extend_from_slice(&row[..j]);
-                    counts.push(f64::NAN);
-                    counts.extend_from_slice(&row[j..]);
+    /// The columns of bounds `les`, every new one added (every row `NaN`
+    /// there) in one rebuild of the rows: adding them one at a time copied
+    /// every row per bound, quadratic in a histogram's buckets.
+    fn columns(&mut self, les: &[f64]) -> Vec<usize> {
+        let find = |all: &[f64], le: f64| all.binary_search_by_key(&le_key(le), |x| le_key(*x));
+        let mut new: Vec<f64> = les
+            .iter()
+            .copied()
+            .filter(|&le| find(&self.les, le).is_err())
+            .collect();
+        if !new.is_empty() {
+            new.sort_unstable_by_key(|x| le_key(*x));
+            new.dedup_by_key(|x| le_key(*x));
+            let mut merged = Vec::with_capacity(self.les.len() + new.len());
+            let (mut a, mut b) = (0, 0);
+            // Where each old column goes.
+            let mut moved = Vec::with_capacity(self.les.len());
+            while a < self.les.len() || b < new.len() {
+                let old_first =
+                    b >= new.len() || (a < self.les.len() && le_key(self.les[a]) < le_key(new[b]));
+                if old_first {
+                    moved.push(merged.len());
+                    merged.push(self.les[a]);
+                    a += 1;
+                } else {
+                    merged.push(new[b]);
+                    b += 1;
                 }
-                self.counts = counts;
-                self.les.insert(j, le);
-                j
             }
+            let (w, nw) = (self.les.len(), merged.len());
+            let mut counts = vec![f64::NAN; self.pts.len() * nw];
+            for r in 0..self.pts.len() {
+                let (old, row) = (&self.counts[r * w..(r + 1) * w], &mut counts[r * nw..]);
+                for (&j, &c) in moved.iter().zip(old) {
+                    row[j] = c;
+                }
+            }
+            self.counts = counts;
+            self.les = merged;
         }
+        les.iter()
+            .map(|&le| find(&self.les, le).unwrap_or_default())
+            .collect()
     }
 }
 
@@ -233,7 +256,8 @@ impl<'s, K: Fn(&BTreeMap<String, String>) -> bool> Adder<'s, K> {
                 return None;
             }
             self.last_les = les;
-            self.columns = les.iter().flatten().map(|le| out.column(*le)).collect();
+            let bounds: Vec<f64> = les.iter().flatten().copied().collect();
+            self.columns = out.columns(&bounds);
             self.identity = self.columns.iter().enumerate().all(|(k, j)| k == *j)
                 && self.columns.len() == out.les.len();
         }
@@ -288,6 +312,28 @@ pub fn growth_across_resets(
 #[cfg(test)]
 mod growth_tests {
     use super::*;
+
+    #[test]
+    fn new_bounds_are_added_in_one_rebuild_keeping_every_count() {
+        let mut p = Points {
+            pts: vec![pt(0, 40.0), pt(1, 50.0)],
+            les: vec![1.0, 3.0],
+            counts: vec![10.0, 30.0, 11.0, 31.0],
+        };
+        assert_eq!(p.columns(&[2.0, 3.0, 0.5, 2.0]), vec![2, 3, 0, 2]);
+        assert_eq!(p.les, vec![0.5, 1.0, 2.0, 3.0]);
+        let row = |i| {
+            p.row(i)
+                .iter()
+                .map(|c| (!c.is_nan()).then_some(*c))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(row(0), vec![None, Some(10.0), None, Some(30.0)]);
+        assert_eq!(row(1), vec![None, Some(11.0), None, Some(31.0)]);
+        // Known bounds only: nothing rebuilt.
+        assert_eq!(p.columns(&[3.0, 0.5]), vec![3, 0]);
+        assert_eq!(p.counts.len(), 8);
+    }
 
     fn pt(t: u64, count: f64) -> Point {
         Point {

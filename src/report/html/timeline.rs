@@ -188,7 +188,7 @@ pub fn view(tl: &Timeline, run_anchor: &str) -> Option<TimelineView> {
         .iter()
         .enumerate()
         .map(|(i, (ep, ts))| ScrapeRow {
-            endpoint: ep.clone(),
+            endpoint: super::text(ep),
             y: top + i as f64 * 12.0,
             ticks: ts
                 .iter()
