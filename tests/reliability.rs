@@ -788,3 +788,86 @@ fn one_unreadable_artifact_fails_the_run_it_does_not_error_it() {
     let (help, _, _) = ac(&["--help"]);
     assert!(help.contains("a run none of whose artifacts could be read"));
 }
+
+/// Group 1: values no producer writes, in the records (a negative TTFT,
+/// a latency of 1e308, 5.5 cached tokens, a connection reused 7 times)
+/// are each an `impossible-value` error naming file, line and field, and
+/// are kept out of every figure.
+#[test]
+fn impossible_record_values_are_named_and_kept_out() {
+    let (_dir, run) = copy_run("cold-tls");
+    let path = run.join("profile_export.jsonl");
+    let mut recs = jsonl(&path);
+    let set = |r: &mut Value, tag: &str, v: f64| {
+        r["metrics"][tag] = serde_json::json!({"value": v, "unit": "ms"});
+    };
+    set(&mut recs[1], "time_to_first_token", -5.0);
+    set(&mut recs[2], "request_latency", 1e308);
+    set(&mut recs[3], "usage_prompt_cache_read_tokens", 5.5);
+    set(&mut recs[4], "http_req_connection_reused", 7.0);
+    write_jsonl(&path, &recs);
+    let (v, code) = json_of(&run);
+    assert_eq!(code, 1);
+    let all = findings(&v);
+    let named: Vec<(u64, &str)> = all
+        .iter()
+        .filter(|f| f["code"] == "impossible-value")
+        .map(|f| {
+            (
+                f["line"].as_u64().unwrap_or(0),
+                f["field"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        named,
+        vec![
+            (2, "metrics.time_to_first_token"),
+            (3, "metrics.request_latency"),
+            (4, "metrics.usage_prompt_cache_read_tokens"),
+            (5, "metrics.http_req_connection_reused"),
+        ]
+    );
+    // Kept out: no published number is 1e308 or negative.
+    for p in v["runs"][0]["published"].as_array().expect("published") {
+        for key in ["corrected", "corrected_low", "corrected_high"] {
+            if let Some(x) = p[key].as_f64() {
+                assert!(x < 1e12, "{p}");
+            }
+        }
+    }
+}
+
+/// Group 1: in the export, a histogram count of -6 on the one contaminated
+/// histogram of a failing run (which made it PASS, exit 0), a non-whole
+/// count, a negative sum and a type AIPerf never writes are each named and
+/// kept out; the run does not pass.
+#[test]
+fn impossible_export_values_are_named_and_do_not_pass_a_run() {
+    let (_dir, run) = copy_run("late-warmup");
+    let path = run.join("server_metrics_export.json");
+    let mut e: Value =
+        serde_json::from_str(&fs::read_to_string(&path).expect("read")).expect("json");
+    let fam = "vllm:request_prefill_time_seconds";
+    e["metrics"][fam]["series"][0]["stats"]["count"] = (-6.0).into();
+    e["metrics"]["vllm:e2e_request_latency_seconds"]["series"][0]["stats"]["count"] = 5.5.into();
+    e["metrics"]["vllm:e2e_request_latency_seconds"]["series"][0]["stats"]["sum"] = (-1.0).into();
+    e["metrics"]["vllm:time_to_first_token_seconds"]["type"] = "bogus".into();
+    fs::write(&path, e.to_string()).expect("write");
+    let (v, code) = json_of(&run);
+    assert_eq!(code, 1, "exit 0 would publish a corrupt export");
+    let all = findings(&v);
+    let fields: Vec<&str> = all
+        .iter()
+        .filter(|f| f["code"] == "impossible-value")
+        .filter_map(|f| f["field"].as_str())
+        .collect();
+    for want in [
+        format!("metrics.{fam}.series[0].stats.count"),
+        "metrics.vllm:e2e_request_latency_seconds.series[0].stats.count".into(),
+        "metrics.vllm:e2e_request_latency_seconds.series[0].stats.sum".into(),
+        "metrics.vllm:time_to_first_token_seconds.type".into(),
+    ] {
+        assert!(fields.contains(&want.as_str()), "{want} not in {fields:?}");
+    }
+}

@@ -391,6 +391,79 @@ fn reversed_windows(server: &mut server_metrics::ServerMetricsExport, f: &mut Ve
     });
 }
 
+/// Values of the export AIPerf never writes (it clamps every phase delta at
+/// 0 and writes four types): a family of another type is dropped; a
+/// histogram's negative, non-whole or implausible count, a negative sum, a
+/// counter's negative total are taken out (unknown, never 0); each with an
+/// `impossible-value` finding naming the field.
+fn impossible_stats(server: &mut server_metrics::ServerMetricsExport, f: &mut Vec<Finding>) {
+    use server_metrics::MetricType;
+    let finding = |field: String, what: String| {
+        Finding::new(
+            reading::IMPOSSIBLE_VALUE,
+            format!("{field} is {what}; it is kept out of every figure"),
+        )
+        .file(server_metrics::FILE)
+        .field(field)
+    };
+    let count_refuses = |v: f64| records::Domain::Count.refuses(v);
+    // Sums and totals may be large (bytes), never negative.
+    let negative = |v: f64| (v < 0.0).then_some("negative: AIPerf clamps every phase delta at 0");
+    let sections = [
+        ("metrics", Some(&mut server.metrics)),
+        ("warmup_metrics", server.warmup_metrics.as_mut()),
+    ];
+    for (section, families) in sections {
+        let Some(families) = families else {
+            continue;
+        };
+        families.retain(|name, fam| {
+            if fam.kind != MetricType::Invalid {
+                return true;
+            }
+            f.push(finding(
+                format!("{section}.{name}.type"),
+                "a type AIPerf never writes (counter, gauge, histogram or unknown)".into(),
+            ));
+            false
+        });
+        for (name, fam) in families.iter_mut() {
+            for (i, s) in fam.series.iter_mut().enumerate() {
+                let at = |stat: &str| format!("{section}.{name}.series[{i}].stats.{stat}");
+                let st = &mut s.stats;
+                match fam.kind {
+                    MetricType::Histogram => {
+                        if let Some(why) = st.count.and_then(count_refuses) {
+                            f.push(finding(
+                                at("count"),
+                                format!("{}: {why}", st.count.unwrap_or_default()),
+                            ));
+                            st.count = None;
+                        }
+                        if let Some(why) = st.sum.and_then(negative) {
+                            f.push(finding(
+                                at("sum"),
+                                format!("{}: {why}", st.sum.unwrap_or_default()),
+                            ));
+                            st.sum = None;
+                        }
+                    }
+                    MetricType::Counter => {
+                        if let Some(why) = st.total.and_then(negative) {
+                            f.push(finding(
+                                at("total"),
+                                format!("{}: {why}", st.total.unwrap_or_default()),
+                            ));
+                            st.total = None;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
 /// A manifest phase that ends before it starts: its times are not used.
 fn reversed_phases(m: &mut Manifest, f: &mut Vec<Finding>) {
     for (i, p) in m.phases.iter_mut().enumerate() {
@@ -517,6 +590,7 @@ pub fn load(dir: &Path) -> RunArtifacts {
     run.server = read_typed(dir, server_metrics::FILE, f);
     if let Some(server) = run.server.as_mut() {
         reversed_windows(server, f);
+        impossible_stats(server, f);
     }
     run.manifest = read_json(dir, MANIFEST_FILE, f, typed);
     // A log that cannot be read is not a problem of the run: it only

@@ -41,8 +41,11 @@ pub enum MetricType {
     Histogram,
     /// Untyped; exported with gauge statistics.
     #[default]
-    #[serde(other)]
     Unknown,
+    /// A type AIPerf never writes (`"summary"`, `"bogus"`): the family is
+    /// refused with an `impossible-value` finding and not read.
+    #[serde(other)]
+    Invalid,
 }
 
 /// Stats of any type: the fields the checks read, all optional (the others
@@ -152,7 +155,7 @@ impl Series {
             MetricType::Counter => self.stats.total,
             MetricType::Histogram => self.stats.sum.or(self.stats.count.map(|_| 0.0)),
             MetricType::Unknown => Some(self.stats.max? - self.stats.min?),
-            MetricType::Gauge => None,
+            MetricType::Gauge | MetricType::Invalid => None,
         }
     }
 }
@@ -317,7 +320,7 @@ mod tests {
         let (name, fam) = lookup(&e.metrics, "vllm:prefix_cache_hits_total").expect("found");
         assert_eq!(name, "vllm:prefix_cache_hits");
         assert_eq!(fam.series[0].stats.total, Some(5.0));
-        assert_eq!(e.metrics["odd"].kind, MetricType::Unknown);
+        assert_eq!(e.metrics["odd"].kind, MetricType::Invalid);
         assert_eq!(e.metrics["g"].series[0].stats.avg, None);
         assert_eq!(
             e.window("profiling"),

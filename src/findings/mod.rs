@@ -166,6 +166,8 @@ pub mod reading {
             "A JSON artifact is not valid JSON or a field has the wrong type"),
         INVALID_RECORD => ("invalid-record", Error,
             "A line of a JSON-lines artifact is not valid JSON or a field has the wrong type"),
+        IMPOSSIBLE_VALUE => ("impossible-value", Error,
+            "A value no producer writes (a negative duration or count, a count that is not whole, a value beyond any run, hits above queries): kept out of every figure"),
         TRUNCATED_RECORD => ("truncated-record", Warning,
             "The last line of a JSON-lines artifact is cut off (the run was killed mid-write)"),
         OVERSIZED_LINE => ("oversized-line", Error,

@@ -114,6 +114,66 @@ record_metrics! {
 
 const N_METRICS: usize = Metric::ALL.len();
 
+/// The largest value any per-request metric of a real run can have: more
+/// milliseconds than 31 years, more tokens than any prompt, more tokens per
+/// second than any server. A value beyond it (1e308, 2^64) is corrupt input.
+pub const MAX_PLAUSIBLE: f64 = 1e12;
+
+/// What values a metric can take as AIPerf writes it: the one table of
+/// field domains of `profile_export.jsonl`, next to its reader, walked by
+/// a test for every metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Domain {
+    /// A duration (ms) or a rate (per s): finite, >= 0, <= [`MAX_PLAUSIBLE`].
+    NonNegative,
+    /// A token count: a whole number, >= 0, <= [`MAX_PLAUSIBLE`].
+    Count,
+    /// 0 or 1.
+    Flag,
+}
+
+impl Metric {
+    /// This metric's [`Domain`].
+    pub fn domain(self) -> Domain {
+        use Metric::*;
+        match self {
+            TimeToFirstToken
+            | RequestLatency
+            | InterTokenLatency
+            | OutputTokenThroughputPerUser
+            | PrefillThroughputPerUser
+            | E2eOutputTokenThroughput
+            | HttpReqDnsLookup
+            | HttpReqConnecting
+            | HttpReqConnectionOverhead => Domain::NonNegative,
+            InputSequenceLength
+            | OutputSequenceLength
+            | UsagePromptTokens
+            | UsageCompletionTokens
+            | UsagePromptCacheReadTokens
+            | ErrorIsl => Domain::Count,
+            HttpReqConnectionReused => Domain::Flag,
+        }
+    }
+}
+
+impl Domain {
+    /// Why `v` is outside this domain, if it is.
+    pub fn refuses(self, v: f64) -> Option<&'static str> {
+        if v < 0.0 {
+            return Some("negative: no duration, count or rate is");
+        }
+        if v > MAX_PLAUSIBLE {
+            return Some("beyond any run (more than 1e12)");
+        }
+        match self {
+            Domain::NonNegative => None,
+            Domain::Count => (v.fract() != 0.0).then_some("not a whole number of tokens"),
+            Domain::Flag => (v != 0.0 && v != 1.0).then_some("neither 0 nor 1"),
+        }
+    }
+}
+
 /// Metric values of one record; `None` = absent (not computable), never 0.
 ///
 /// Stored as plain `f64`s with NaN for "absent" (half the size of
@@ -405,6 +465,24 @@ pub fn read_from(input: &mut (dyn Read + Send)) -> io::Result<RecordsRead> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every metric's domain refuses what no producer writes (a negative
+    /// value, 1e308, 2^64) and admits what real runs hold (0, 1).
+    #[test]
+    fn every_metric_has_a_domain_that_refuses_the_impossible() {
+        for &m in Metric::ALL {
+            let d = m.domain();
+            for bad in [-1.0, -1e-9, 1e308, 2f64.powi(64), MAX_PLAUSIBLE * 2.0] {
+                assert!(d.refuses(bad).is_some(), "{} admits {bad}", m.tag());
+            }
+            for good in [0.0, 1.0] {
+                assert_eq!(d.refuses(good), None, "{} refuses {good}", m.tag());
+            }
+            let whole = matches!(d, Domain::Count | Domain::Flag);
+            assert_eq!(d.refuses(5.5).is_some(), whole, "{} and 5.5", m.tag());
+        }
+        assert!(Domain::Flag.refuses(2.0).is_some());
+    }
     use crate::findings::reading;
 
     const GOOD: &str = r#"{"metadata":{"session_num":0,"request_start_ns":100,"request_end_ns":300,"benchmark_phase":"profiling","x_request_id":"a","turn_index":0,"was_cancelled":false},"metrics":{"time_to_first_token":{"value":1.5,"unit":"ms"},"inter_chunk_latency":{"value":[1,2],"unit":"ms"},"http_req_connection_reused":{"value":0,"unit":"ratio"}}}"#;

@@ -7,7 +7,7 @@ use std::io::{self, Read};
 use std::sync::{Mutex, PoisonError};
 
 use super::serde_path::{bad_line_finding, parse_line, LineOutcome, LineText};
-use super::{fast, Record, RecordsRead, BLOCK_BYTES, FILE, MAX_LINE_BYTES};
+use super::{fast, Metric, Record, RecordsRead, BLOCK_BYTES, FILE, MAX_LINE_BYTES};
 use crate::findings::{not_listed, reading, Finding, MAX_LISTED};
 
 /// [`read_from`], told the input's size so the record vector is sized once
@@ -138,6 +138,9 @@ struct Merge {
     /// Bad lines with a finding of their own, and those only counted.
     listed_bad: usize,
     unlisted_bad: u64,
+    /// Impossible values with a finding of their own, and those only counted.
+    listed_impossible: usize,
+    unlisted_impossible: u64,
 }
 
 impl Merge {
@@ -149,6 +152,22 @@ impl Merge {
         }
         self.out.records.append(&mut parsed.records);
         self.out.through_shapes += parsed.through_shapes;
+        for (line, m, v, why) in parsed.impossible {
+            if self.listed_impossible >= MAX_LISTED {
+                self.unlisted_impossible += 1;
+                continue;
+            }
+            self.listed_impossible += 1;
+            self.out.findings.push(
+                Finding::new(
+                    reading::IMPOSSIBLE_VALUE,
+                    format!("{} is {v}: {why}; it is kept out of every figure", m.tag()),
+                )
+                .file(FILE)
+                .line(first + line - 1)
+                .field(format!("metrics.{}", m.tag())),
+            );
+        }
         for bad in parsed.bad {
             // Past the cap a bad line is only counted: memory stays bounded
             // however many there are.
@@ -190,6 +209,13 @@ impl Merge {
             );
         }
         self.out.findings.sort_by_key(|f| f.line);
+        if self.unlisted_impossible > 0 {
+            self.out.findings.push(not_listed(
+                reading::IMPOSSIBLE_VALUE,
+                Some(FILE.to_string()),
+                self.unlisted_impossible,
+            ));
+        }
         if self.unlisted_bad > 0 {
             self.out.findings.push(not_listed(
                 reading::INVALID_RECORD,
@@ -393,12 +419,28 @@ impl<'a> BlockReader<'a> {
 struct Parsed {
     records: Vec<Record>,
     bad: Vec<BadLine>,
+    /// Values outside their metric's domain, kept out of the records:
+    /// (line within the block, metric, value, why).
+    impossible: Vec<(u64, Metric, f64, &'static str)>,
     /// Lines in the block.
     lines: u64,
     /// The block's [`Block::skipped_before`].
     skipped_before: u64,
     /// Records read through a line shape.
     through_shapes: u64,
+}
+
+/// Takes every value outside its metric's domain ([`Metric::domain`]) out
+/// of `r` (absent: unknown, kept out of every figure), noting it.
+fn refuse_impossible(r: &mut Record, line: u64, out: &mut Vec<(u64, Metric, f64, &'static str)>) {
+    for &m in Metric::ALL {
+        if let Some(v) = r.values.get(m) {
+            if let Some(why) = m.domain().refuses(v) {
+                r.values.set(m, None);
+                out.push((line, m, v, why));
+            }
+        }
+    }
 }
 
 /// A line that is not a record, kept until its number is known.
@@ -435,7 +477,10 @@ fn parse_block(b: &Block) -> Parsed {
             None => LineText::Bytes(&block[start..end]),
         };
         match parse_line(this, line, &mut shapes) {
-            LineOutcome::Record(r) => out.records.push(r),
+            LineOutcome::Record(mut r) => {
+                refuse_impossible(&mut r, line, &mut out.impossible);
+                out.records.push(r);
+            }
             LineOutcome::Blank => {}
             LineOutcome::Bad => out.bad.push(BadLine {
                 line,
