@@ -285,8 +285,10 @@ pub struct CompareArgs {
     /// Drop the opening wave and the drain tail from both.
     #[arg(long)]
     pub steady_state: bool,
-    /// Bootstrap resamples.
-    #[arg(long, default_value_t = 1000, value_name = "N")]
+    /// Bootstrap resamples (20 to 100000: each holds one difference of
+    /// means in memory).
+    #[arg(long, default_value_t = 1000, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(20..=100_000))]
     pub resamples: usize,
     /// No colour (the comparison is written without colour in any case;
     /// accepted as the audit accepts it, and `NO_COLOR` is honoured).

@@ -871,3 +871,68 @@ fn impossible_export_values_are_named_and_do_not_pass_a_run() {
         assert!(fields.contains(&want.as_str()), "{want} not in {fields:?}");
     }
 }
+
+/// Group 2: a million ever-new label sets in the raw scrapes (69 MB) stop
+/// being read at `MAX_LABEL_SETS` with a finding, under a 1 GiB address-space
+/// limit (they cost 2.6 GB and aborted there).
+#[test]
+fn a_million_label_sets_are_capped_with_a_finding() {
+    let (_t, dir) = copy_run("clean");
+    let path = dir.join("server_metrics_export.jsonl");
+    let lines = jsonl(&path);
+    let per = 1_000_000 / lines.len();
+    let mut out = String::new();
+    for (k, mut d) in lines.into_iter().enumerate() {
+        let series = d["metrics"]["vllm:prompt_tokens"]
+            .as_array_mut()
+            .expect("family");
+        for i in 0..per {
+            series.push(serde_json::json!({
+                "labels": {"engine": "0", "model_name": "m", "id": (k * per + i).to_string()},
+                "value": 1.0
+            }));
+        }
+        out.push_str(&d.to_string());
+        out.push('\n');
+    }
+    fs::write(&path, out).expect("write");
+    let bin = assert_cmd::cargo::cargo_bin("artifact-check");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 1048576; exec '{}' --format json '{}'",
+            bin.display(),
+            dir.display()
+        ))
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let capped = findings(&report).into_iter().any(|f| {
+        f["file"] == "server_metrics_export.jsonl"
+            && f["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("distinct label sets"))
+    });
+    assert!(capped, "{report}");
+}
+
+/// Group 2: `compare --resamples` is bounded (2^64-1 allocated until abort).
+#[test]
+fn compare_resamples_are_bounded() {
+    let (a, b) = (run_dir("clean"), run_dir("cold-tls"));
+    let (_, err, code) = ac(&[
+        "compare",
+        "--resamples",
+        "18446744073709551615",
+        a.to_str().expect("utf8"),
+        b.to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("20..=100000"), "{err}");
+}

@@ -55,6 +55,12 @@ const WHOLE_EVERY: u32 = 32;
 /// How many label sets the columns number (the ids below the flags).
 const LABEL_IDS: usize = 1 << FLAGS_SHIFT;
 
+/// The most distinct label sets one file's scrapes are read with: real
+/// servers expose hundreds (engines x models x reasons); a file of ever-new
+/// label sets stops being read where it passes this, with a finding, so its
+/// memory follows this cap, not the file.
+pub const MAX_LABEL_SETS: usize = 1 << 14;
+
 /// A record's first byte: which parts follow.
 const REC_SUM: u8 = 1;
 const REC_WHOLE: u8 = 2;
@@ -312,7 +318,8 @@ impl Store {
     pub fn fits(&self, b: &Block) -> bool {
         let limit = (u32::MAX - 1) as usize;
         self.a.len() + b.rows.len() < limit
-            && self.labels.all.len() + b.labels.len() - b.to_file.labels.len() < LABEL_IDS
+            && self.labels.all.len() + b.labels.len() - b.to_file.labels.len()
+                < LABEL_IDS.min(MAX_LABEL_SETS)
             && self.layouts.all.len() + b.layouts.len() < limit
             && self.arena.len() + b.arena.len() < limit
     }
