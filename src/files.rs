@@ -30,6 +30,18 @@ pub enum OutputError {
         /// The run directory, resolved.
         run: PathBuf,
     },
+    /// The path is a file the audit reads from a run (the same device and
+    /// inode: a symlink out of the run, a hard link), or a directory that
+    /// is a run under another name (a bind mount).
+    #[error("refusing to write {out}: it is {what} of the audited run directory {run}")]
+    AliasOfRun {
+        /// The output path, resolved.
+        out: PathBuf,
+        /// What it is to the run.
+        what: &'static str,
+        /// The run directory, resolved.
+        run: PathBuf,
+    },
     /// An I/O error on a named path.
     #[error("{path}")]
     Io {
@@ -228,7 +240,22 @@ fn resolve_in(mut base: PathBuf, rel: &Path, depth: u32) -> io::Result<PathBuf> 
 #[derive(Debug, Default, Clone)]
 pub struct Protected {
     runs: Vec<PathBuf>,
+    /// Each run directory's (device, inode), and every file below it (links
+    /// followed): what an output must not be, whatever its path.
+    dirs: Vec<((u64, u64), usize)>,
+    files: Vec<((u64, u64), usize)>,
 }
+
+/// A file's (device, inode), links followed.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// At most this many entries of one run are identified (an AIPerf run holds
+/// about a dozen files), and this deep.
+const MAX_IDENTIFIED: usize = 10_000;
+const MAX_DEPTH: usize = 4;
 
 impl Protected {
     /// Protects `runs` (run directories; those that cannot be resolved are
@@ -240,19 +267,60 @@ impl Protected {
             .collect();
         runs.sort();
         runs.dedup();
-        Protected { runs }
+        let (mut dirs, mut files) = (Vec::new(), Vec::new());
+        for (k, run) in runs.iter().enumerate() {
+            dirs.extend(identity(run).map(|id| (id, k)));
+            let mut stack = vec![(run.clone(), 0)];
+            let mut seen = 0;
+            while let Some((d, depth)) = stack.pop() {
+                let Ok(entries) = fs::read_dir(&d) else {
+                    continue;
+                };
+                for e in entries.flatten().take(MAX_IDENTIFIED.saturating_sub(seen)) {
+                    seen += 1;
+                    let p = e.path();
+                    match fs::metadata(&p) {
+                        Ok(m) if m.is_dir() && depth < MAX_DEPTH => stack.push((p, depth + 1)),
+                        Ok(m) if m.is_file() => files.extend(identity(&p).map(|id| (id, k))),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Protected { runs, dirs, files }
     }
 
     /// `out` resolved, or the refusal when it is (inside) a protected run.
     pub fn check(&self, out: &Path) -> Result<PathBuf, OutputError> {
         let resolved = resolve(out).map_err(OutputError::io(out))?;
-        match self.runs.iter().find(|r| resolved.starts_with(r)) {
-            Some(run) => Err(OutputError::InsideRun {
+        if let Some(run) = self.runs.iter().find(|r| resolved.starts_with(r)) {
+            return Err(OutputError::InsideRun {
                 out: resolved,
                 run: run.clone(),
-            }),
-            None => Ok(resolved),
+            });
         }
+        // By identity: the file itself, then every directory above it that
+        // exists (a run reached through a bind mount has another path).
+        if let Some(&(_, k)) =
+            identity(&resolved).and_then(|id| self.files.iter().find(|(f, _)| *f == id))
+        {
+            return Err(OutputError::AliasOfRun {
+                out: resolved,
+                what: "a file the audit reads",
+                run: self.runs[k].clone(),
+            });
+        }
+        for dir in resolved.ancestors().skip(1) {
+            let found = identity(dir).and_then(|id| self.dirs.iter().find(|(d, _)| *d == id));
+            if let Some(&(_, k)) = found {
+                return Err(OutputError::AliasOfRun {
+                    out: resolved,
+                    what: "inside another name",
+                    run: self.runs[k].clone(),
+                });
+            }
+        }
+        Ok(resolved)
     }
 }
 

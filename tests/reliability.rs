@@ -936,3 +936,25 @@ fn compare_resamples_are_bounded() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("20..=100000"), "{err}");
 }
+
+/// Group 4: `-o` onto a file the audit reads through a symlink out of the
+/// run (its records would become the report) is refused by (device, inode),
+/// and the file is unchanged.
+#[test]
+fn an_output_onto_a_file_the_run_reads_through_a_link_is_refused() {
+    let (t, run) = copy_run("clean");
+    let outside = t.path().join("elsewhere");
+    fs::create_dir_all(&outside).expect("dir");
+    let target = outside.join("records.jsonl");
+    fs::rename(run.join("profile_export.jsonl"), &target).expect("move");
+    std::os::unix::fs::symlink(&target, run.join("profile_export.jsonl")).expect("link");
+    let before = fs::read(&target).expect("read");
+    let (_, err, code) = ac(&[
+        "-o",
+        target.to_str().expect("utf8"),
+        run.to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("a file the audit reads"), "{err}");
+    assert_eq!(fs::read(&target).expect("read"), before);
+}

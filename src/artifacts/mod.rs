@@ -391,6 +391,44 @@ fn reversed_windows(server: &mut server_metrics::ServerMetricsExport, f: &mut Ve
     });
 }
 
+/// The two large files, `profile_export.jsonl` and the raw scrapes. Audited
+/// off the pool (one run, from the calling thread), each reader has the
+/// whole pool in turn: the records reader parses on every worker only when
+/// called from outside the pool, and a `rayon::join` would run it on a
+/// worker, one core. On a worker (many runs at once), both at once. Their
+/// findings in this order whichever finishes first.
+fn read_large(
+    dir: &Path,
+    interest: &scrapes::Interest,
+    f: &mut Vec<Finding>,
+) -> (Option<records::RecordsRead>, Option<scrapes::ScrapesRead>) {
+    let (mut from_records, mut from_scrapes) = (Vec::new(), Vec::new());
+    let read_records = |f: &mut Vec<Finding>| {
+        read_lines(dir, records::FILE, f, |file, len| {
+            records::read_sized(file, Some(len))
+        })
+    };
+    let read_scrapes = |f: &mut Vec<Finding>| {
+        read_lines(dir, scrapes::FILE, f, |file, len| {
+            scrapes::read_with(file, interest, Some(len))
+        })
+    };
+    let read = if rayon::current_thread_index().is_some() {
+        rayon::join(
+            || read_records(&mut from_records),
+            || read_scrapes(&mut from_scrapes),
+        )
+    } else {
+        (
+            read_records(&mut from_records),
+            read_scrapes(&mut from_scrapes),
+        )
+    };
+    f.append(&mut from_records);
+    f.append(&mut from_scrapes);
+    read
+}
+
 /// Values of the export AIPerf never writes (it clamps every phase delta at
 /// 0 and writes four types): a family of another type is dropped; a
 /// histogram's negative, non-whole or implausible count, a negative sum, a
@@ -607,36 +645,7 @@ pub fn load(dir: &Path) -> RunArtifacts {
         .as_ref()
         .map(|s| s.scrape_interest())
         .unwrap_or_default();
-    // The two large files. Audited off the pool (one run, from the calling
-    // thread), each reader has the whole pool in turn: the records reader
-    // parses on every worker only when called from outside the pool, and a
-    // `rayon::join` would run it on a worker, one core. On a worker (many
-    // runs at once), both at once. Their findings in this order whichever
-    // finishes first.
-    let (mut from_records, mut from_scrapes) = (Vec::new(), Vec::new());
-    let read_records = |f: &mut Vec<Finding>| {
-        read_lines(dir, records::FILE, f, |file, len| {
-            records::read_sized(file, Some(len))
-        })
-    };
-    let read_scrapes = |f: &mut Vec<Finding>| {
-        read_lines(dir, scrapes::FILE, f, |file, len| {
-            scrapes::read_with(file, &interest, Some(len))
-        })
-    };
-    (run.records, run.scrapes) = if rayon::current_thread_index().is_some() {
-        rayon::join(
-            || read_records(&mut from_records),
-            || read_scrapes(&mut from_scrapes),
-        )
-    } else {
-        (
-            read_records(&mut from_records),
-            read_scrapes(&mut from_scrapes),
-        )
-    };
-    f.append(&mut from_records);
-    f.append(&mut from_scrapes);
+    (run.records, run.scrapes) = read_large(dir, &interest, f);
     if run.scrapes.is_none() && !dir.join(scrapes::FILE).exists() {
         run.scrapes = parquet_scrapes(dir, run.server.as_ref(), &interest, f);
     }
