@@ -170,41 +170,29 @@ pub fn resolve(path: &Path) -> io::Result<PathBuf> {
 }
 
 /// Opens a device, FIFO or socket path for writing in place. A FIFO nobody
-/// reads would block the open: it is opened without blocking (which fails
-/// at once, "no reader") and then set back to blocking writes, so a slow
-/// reader is waited for.
+/// reads would block the open: a first open without blocking fails at once
+/// when there is no reader ("no reader"); held open, it lets the second,
+/// ordinary open (whose writes wait for a slow reader) return at once.
 fn open_in_place(path: &Path) -> io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.write(true);
     #[cfg(target_os = "linux")]
-    {
+    let _probe = {
         use std::os::unix::fs::OpenOptionsExt;
-        use std::os::unix::io::AsRawFd;
-        options.custom_flags(libc::O_NONBLOCK);
-        let file = options.open(path).map_err(|e| {
-            if e.raw_os_error() == Some(libc::ENXIO) {
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "is a FIFO that nothing reads; not written",
-                )
-            } else {
-                e
-            }
-        })?;
-        // SAFETY: fcntl on a descriptor this function owns, with flags read
-        // from it.
-        #[allow(unsafe_code)]
-        unsafe {
-            let fd = file.as_raw_fd();
-            let flags = libc::fcntl(fd, libc::F_GETFL);
-            if flags >= 0 {
-                libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
-            }
-        }
-        Ok(file)
-    }
-    #[cfg(not(target_os = "linux"))]
-    options.open(path)
+        OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| {
+                if e.raw_os_error() == Some(libc::ENXIO) {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "is a FIFO that nothing reads; not written",
+                    )
+                } else {
+                    e
+                }
+            })?
+    };
+    OpenOptions::new().write(true).open(path)
 }
 
 /// Resolves `rel` from `base`, which is already free of symlinks.

@@ -310,18 +310,8 @@ fn print_config(explicit: Option<&std::path::Path>) -> Result<i32> {
     }
     let eff = config::Layer::effective(&resolved.settings);
     let text = toml::to_string(&eff).context("serializing the configuration")?;
-    // TOML escapes control characters but writes bidi and zero-width ones
-    // raw: those as TOML's `\uXXXX` escapes, line by line.
     for line in text.lines() {
-        let mut shown = String::with_capacity(line.len());
-        for c in line.chars() {
-            if report::escape::is_unsafe(c) {
-                shown.push_str(&format!("\\u{:04X}", c as u32));
-            } else {
-                shown.push(c);
-            }
-        }
-        println!("{shown}");
+        println!("{}", report::escape::toml_line(line));
     }
     Ok(0)
 }

@@ -444,9 +444,10 @@ fn impossible_stats(server: &mut server_metrics::ServerMetricsExport, f: &mut Ve
         .file(server_metrics::FILE)
         .field(field)
     };
-    let count_refuses = |v: f64| records::Domain::Count.refuses(v);
+    type Rule = fn(f64) -> Option<&'static str>;
+    let count_refuses: Rule = |v| records::Domain::Count.refuses(v);
     // Sums and totals may be large (bytes), never negative.
-    let negative = |v: f64| (v < 0.0).then_some("negative: AIPerf clamps every phase delta at 0");
+    let negative: Rule = |v| (v < 0.0).then_some("negative: AIPerf clamps every phase delta at 0");
     let sections = [
         ("metrics", Some(&mut server.metrics)),
         ("warmup_metrics", server.warmup_metrics.as_mut()),
@@ -467,35 +468,24 @@ fn impossible_stats(server: &mut server_metrics::ServerMetricsExport, f: &mut Ve
         });
         for (name, fam) in families.iter_mut() {
             for (i, s) in fam.series.iter_mut().enumerate() {
-                let at = |stat: &str| format!("{section}.{name}.series[{i}].stats.{stat}");
                 let st = &mut s.stats;
-                match fam.kind {
-                    MetricType::Histogram => {
-                        if let Some(why) = st.count.and_then(count_refuses) {
-                            f.push(finding(
-                                at("count"),
-                                format!("{}: {why}", st.count.unwrap_or_default()),
-                            ));
-                            st.count = None;
-                        }
-                        if let Some(why) = st.sum.and_then(negative) {
-                            f.push(finding(
-                                at("sum"),
-                                format!("{}: {why}", st.sum.unwrap_or_default()),
-                            ));
-                            st.sum = None;
-                        }
+                // The stats of this type, each with the rule it must keep.
+                let checked: Vec<(&str, &mut Option<f64>, Rule)> = match fam.kind {
+                    MetricType::Histogram => vec![
+                        ("count", &mut st.count, count_refuses),
+                        ("sum", &mut st.sum, negative),
+                    ],
+                    MetricType::Counter => vec![("total", &mut st.total, negative)],
+                    _ => Vec::new(),
+                };
+                for (stat, value, rule) in checked {
+                    if let Some((v, why)) = value.and_then(|v| Some((v, rule(v)?))) {
+                        f.push(finding(
+                            format!("{section}.{name}.series[{i}].stats.{stat}"),
+                            format!("{v}: {why}"),
+                        ));
+                        *value = None;
                     }
-                    MetricType::Counter => {
-                        if let Some(why) = st.total.and_then(negative) {
-                            f.push(finding(
-                                at("total"),
-                                format!("{}: {why}", st.total.unwrap_or_default()),
-                            ));
-                            st.total = None;
-                        }
-                    }
-                    _ => {}
                 }
             }
         }

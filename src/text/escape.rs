@@ -47,6 +47,23 @@ pub fn visible(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A line of TOML the `toml` crate wrote: it escapes control characters but
+/// writes bidi and zero-width ones raw; those become TOML's `\uXXXX`.
+pub fn toml_line(line: &str) -> Cow<'_, str> {
+    if !line.chars().any(is_unsafe) {
+        return Cow::Borrowed(line);
+    }
+    let mut out = String::with_capacity(line.len() + 8);
+    for c in line.chars() {
+        if is_unsafe(c) {
+            out.push_str(&format!("\\u{:04X}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// The most characters of one message on standard error (an error quoting
 /// a line of a 100 MB file says its first ones and how many more).
 pub const MAX_MESSAGE_CHARS: usize = 2000;
@@ -107,25 +124,34 @@ impl<W: io::Write> NoCommands<W> {
 
 impl<W: io::Write> io::Write for NoCommands<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let mut out = Vec::with_capacity(buf.len() + 2);
-        for &b in buf {
-            match (self.state, b) {
-                (LineState::Start, b':') => {
+        // Only a line's first two bytes are looked at; the rest of each line
+        // is passed on whole.
+        let mut rest = buf;
+        while let Some(&first) = rest.first() {
+            match self.state {
+                LineState::Start if first == b':' => {
                     self.state = LineState::Colon;
-                    continue;
+                    rest = &rest[1..];
                 }
-                (LineState::Colon, b':') => out.extend_from_slice(b" :"),
-                (LineState::Colon, _) => out.push(b':'),
-                _ => {}
+                LineState::Start => self.state = LineState::Within,
+                LineState::Colon => {
+                    let held: &[u8] = if first == b':' { b" :" } else { b":" };
+                    self.inner.write_all(held)?;
+                    self.state = LineState::Within;
+                }
+                LineState::Within => match memchr::memchr(b'\n', rest) {
+                    Some(i) => {
+                        self.inner.write_all(&rest[..=i])?;
+                        rest = &rest[i + 1..];
+                        self.state = LineState::Start;
+                    }
+                    None => {
+                        self.inner.write_all(rest)?;
+                        rest = &[];
+                    }
+                },
             }
-            out.push(b);
-            self.state = if b == b'\n' {
-                LineState::Start
-            } else {
-                LineState::Within
-            };
         }
-        self.inner.write_all(&out)?;
         Ok(buf.len())
     }
 
@@ -243,6 +269,30 @@ pub fn write_json<T: serde::Serialize + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_line_starts_a_workflow_command_however_it_is_written() {
+        let mut out = Vec::new();
+        let mut w = NoCommands::new(&mut out);
+        for piece in [
+            ":",
+            ":error::x\n",
+            "a::b\n",
+            "::",
+            "y\n",
+            ":",
+            "z\n",
+            "\n::",
+        ] {
+            io::Write::write_all(&mut w, piece.as_bytes()).expect("write");
+        }
+        w.finish().expect("finish");
+        assert_eq!(
+            String::from_utf8(out).expect("utf8"),
+            " ::error::x\na::b\n ::y\n:z\n\n ::"
+        );
+        assert_eq!(toml_line("a = \"x\u{202e}\""), "a = \"x\\u202E\"");
+    }
 
     #[test]
     fn controls_and_bidi_become_visible() {

@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Hostile raw scrapes for the cost figures of docs/reliability.md (issue 36):
+a copy of a sample run whose server_metrics_export.jsonl has, in every scrape,
+
+  buckets N: every vllm:time_to_first_token_seconds series with N buckets
+             (cumulative and valid);
+  labels N:  N ever-new label sets of vllm:prompt_tokens spread over the
+             scrapes (each set in one scrape only).
+
+    python3 benches/make_hostile.py buckets SRC DST N
+    python3 benches/make_hostile.py labels SRC DST N
+"""
+import json
+import os
+import shutil
+import sys
+
+
+def main():
+    kind, src, dst, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst)
+    lines = [json.loads(l) for l in open(os.path.join(src, "server_metrics_export.jsonl"))]
+    per = n // len(lines)
+    with open(os.path.join(dst, "server_metrics_export.jsonl"), "w") as out:
+        for k, d in enumerate(lines):
+            if kind == "buckets":
+                for s in d["metrics"].get("vllm:time_to_first_token_seconds", []):
+                    c = s["count"]
+                    b = {f"{(i + 1) * 1e-4:.4f}": (c if i >= n // 2 else 0.0) for i in range(n)}
+                    b["+Inf"] = c
+                    s["buckets"] = b
+                out.write(json.dumps(d) + "\n")
+            elif kind == "labels":
+                d["metrics"]["vllm:prompt_tokens"] += [
+                    {"labels": {"engine": "0", "model_name": "m", "id": str(k * per + i)}, "value": 1.0}
+                    for i in range(per)
+                ]
+                out.write(json.dumps(d, separators=(",", ":")) + "\n")
+            else:
+                sys.exit(f"unknown kind {kind!r}: buckets or labels")
+
+
+if __name__ == "__main__":
+    main()
