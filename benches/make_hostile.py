@@ -5,10 +5,14 @@ a copy of a sample run whose server_metrics_export.jsonl has, in every scrape,
   buckets N: every vllm:time_to_first_token_seconds series with N buckets
              (cumulative and valid);
   labels N:  N ever-new label sets of vllm:prompt_tokens spread over the
-             scrapes (each set in one scrape only).
+             scrapes (each set in one scrape only);
+
+or, for `baseline`, a JSON report (as `--format json` writes it) of the run
+SRC whose run holds N distinct findings, written to the file DST:
 
     python3 benches/make_hostile.py buckets SRC DST N
     python3 benches/make_hostile.py labels SRC DST N
+    python3 benches/make_hostile.py baseline SRC DST.json N
 """
 import json
 import os
@@ -18,6 +22,8 @@ import sys
 
 def main():
     kind, src, dst, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    if kind == "baseline":
+        return baseline(src, dst, n)
     shutil.rmtree(dst, ignore_errors=True)
     shutil.copytree(src, dst)
     lines = [json.loads(l) for l in open(os.path.join(src, "server_metrics_export.jsonl"))]
@@ -39,6 +45,25 @@ def main():
                 out.write(json.dumps(d, separators=(",", ":")) + "\n")
             else:
                 sys.exit(f"unknown kind {kind!r}: buckets or labels")
+
+
+def baseline(src, dst, n):
+    """A report of run SRC with N findings, each its own identity (the
+    metric differs), shaped as the JSON report writes a finding."""
+    run = {"path": src, "id": os.path.basename(os.path.normpath(src)), "benchmark_id": None,
+           "status": "fail", "findings": []}
+    with open(dst, "w") as out:
+        out.write('{"tool": "artifact-check", "runs": [')
+        out.write(json.dumps({k: v for k, v in run.items() if k != "findings"})[:-1])
+        out.write(', "findings": [')
+        for i in range(n):
+            f = {"code": "unexplained-residual", "severity": "error", "check": "phase_contamination",
+                 "message": "Observations of a histogram landed in the wrong phase: see the metric",
+                 "file": "server_metrics_export.json", "field": "stats.count",
+                 "metric": f"vllm:metric_{i}", "endpoint": "http://127.0.0.1:8000/metrics",
+                 "series": {"engine": "0", "model_name": "m"}}
+            out.write(("," if i else "") + json.dumps(f))
+        out.write("]}]}\n")
 
 
 if __name__ == "__main__":

@@ -157,6 +157,14 @@ pub enum ClaimsError {
         /// The claim's name.
         name: String,
     },
+    /// More claims than [`MAX_CLAIMS`].
+    #[error("{}: {count} claims; at most {MAX_CLAIMS} are checked (a report publishes tens)", path.display())]
+    TooMany {
+        /// The file.
+        path: PathBuf,
+        /// How many it holds.
+        count: usize,
+    },
     /// `over` is neither `all` nor `steady-state`.
     #[error("{}: claim {name:?}: over = {over:?} is not \"all\" or \"steady-state\"", path.display())]
     BadOver {
@@ -169,6 +177,10 @@ pub enum ClaimsError {
     },
 }
 
+/// At most this many claims are held to a run: each is evaluated over the
+/// run's records, and a report publishes tens of numbers.
+pub const MAX_CLAIMS: usize = 1000;
+
 /// Reads a claims file; any unknown name or key is an error naming it.
 pub fn read(path: &Path) -> Result<Vec<Claim>, ClaimsError> {
     let text = crate::files::read_regular_to_string(path, crate::files::MAX_SETTINGS_BYTES)
@@ -176,10 +188,21 @@ pub fn read(path: &Path) -> Result<Vec<Claim>, ClaimsError> {
             path: path.to_path_buf(),
             why,
         })?;
-    let file: ClaimsFile = toml::from_str(&text).map_err(|e| ClaimsError::Syntax {
+    parse(&text, path)
+}
+
+/// The claims of the text of the claims file `path`.
+pub fn parse(text: &str, path: &Path) -> Result<Vec<Claim>, ClaimsError> {
+    let file: ClaimsFile = toml::from_str(text).map_err(|e| ClaimsError::Syntax {
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;
+    if file.claim.len() > MAX_CLAIMS {
+        return Err(ClaimsError::TooMany {
+            path: path.to_path_buf(),
+            count: file.claim.len(),
+        });
+    }
     file.claim
         .into_iter()
         .map(|c| {

@@ -485,7 +485,12 @@ pub fn read_config(path: &Path) -> Result<Layer, ConfigError> {
             path: path.to_path_buf(),
             why,
         })?;
-    toml::from_str(&text).map_err(|e| ConfigError::Syntax {
+    parse_config(&text, path)
+}
+
+/// The layer of the text of the configuration file `path`.
+pub fn parse_config(text: &str, path: &Path) -> Result<Layer, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError::Syntax {
         path: path.to_path_buf(),
         message: e.to_string(),
     })

@@ -216,7 +216,135 @@ fn number_paths(v: &serde_json::Value, at: &mut Vec<Key>, found: &mut dyn FnMut(
 /// Audits the run in `dir` with every check: the verdict must follow the
 /// findings, and every finding says something with finite effects.
 fn audit_and_check(dir: &std::path::Path) {
-    let run = crate::audit_run(dir, &crate::config::Settings::default(), &[]);
+    check_report(&crate::audit_run(
+        dir,
+        &crate::config::Settings::default(),
+        &[],
+    ));
+}
+
+/// A real run, written once (from the `(name, bytes)` of its files, the
+/// same at every call of a target) and read once, audited by the settings
+/// targets under what each input sets.
+struct Loaded {
+    dir: tempfile::TempDir,
+    artifacts: crate::artifacts::RunArtifacts,
+}
+
+fn loaded(files: &[(&str, &[u8])]) -> Option<&'static Loaded> {
+    static RUN: std::sync::OnceLock<Option<Loaded>> = std::sync::OnceLock::new();
+    RUN.get_or_init(|| {
+        let dir = tempfile::tempdir().ok()?;
+        for (name, bytes) in files {
+            std::fs::write(dir.path().join(name), bytes).ok()?;
+        }
+        let artifacts = crate::artifacts::load(dir.path());
+        Some(Loaded { dir, artifacts })
+    })
+    .as_ref()
+}
+
+/// Audits the loaded run under `settings`, `options` and `claims`, and
+/// checks the report.
+fn audit_loaded(
+    files: &[(&str, &[u8])],
+    settings: &crate::config::Settings,
+    options: &crate::RunOptions,
+    claims: &[crate::claims::Claim],
+) -> Option<crate::RunReport> {
+    let run = loaded(files)?;
+    let model = crate::model::RunModel::build(&run.artifacts, settings);
+    let report = crate::audit_with_model(
+        run.dir.path(),
+        &run.artifacts,
+        &model,
+        settings,
+        options,
+        claims,
+    );
+    check_report(&report);
+    Some(report)
+}
+
+/// `artifact-check.toml` text through its reader and over the defaults.
+/// Settings it accepts: `artifact-check config` writes them as a file that
+/// reads back to the same settings, and a real run audits under them with
+/// the verdict following the findings.
+pub fn config_toml(data: &[u8], files: &[(&str, &[u8])]) {
+    use crate::config::{parse_config, Layer, Origin, Settings};
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let path = std::path::Path::new("artifact-check.toml");
+    let Ok(layer) = parse_config(text, path) else {
+        return;
+    };
+    let mut settings = Settings::default();
+    let origin = Origin::File(path.to_path_buf());
+    if layer.apply(&mut settings, &origin, crate::code).is_err() {
+        return;
+    }
+    let written = toml::to_string(&Layer::effective(&settings)).expect("config writes");
+    let mut again = Settings::default();
+    parse_config(&written, path)
+        .expect("what `config` writes reads back")
+        .apply(&mut again, &origin, crate::code)
+        .expect("what `config` writes applies");
+    assert_eq!(again, settings, "{written}");
+    audit_loaded(files, &settings, &Default::default(), &[]);
+}
+
+/// A claims file (`--expect`) through its reader, then held to a real run:
+/// one result per claim, and the verdict follows the findings.
+pub fn claims_toml(data: &[u8], files: &[(&str, &[u8])]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(claims) = crate::claims::parse(text, std::path::Path::new("claims.toml")) else {
+        return;
+    };
+    assert!(claims.len() <= crate::claims::MAX_CLAIMS);
+    let settings = crate::config::Settings::default();
+    if let Some(report) = audit_loaded(files, &settings, &Default::default(), &claims) {
+        assert_eq!(report.claims.len(), claims.len());
+    }
+}
+
+/// A baseline (`--baseline`, an earlier JSON report) through its reader,
+/// then applied to a real run: a finding it holds is suppressed, not
+/// reported, and the verdict follows what is left.
+pub fn baseline_json(data: &[u8], files: &[(&str, &[u8])]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(baseline) = crate::baseline::Baseline::parse(text, "baseline.json") else {
+        return;
+    };
+    assert!(baseline.len() <= crate::baseline::MAX_BASELINE_ENTRIES);
+    let options = crate::RunOptions {
+        baseline,
+        ..Default::default()
+    };
+    let settings = crate::config::Settings::default();
+    let Some(report) = audit_loaded(files, &settings, &options, &[]) else {
+        return;
+    };
+    let names = crate::findings::RunNames {
+        shown: &report.path,
+        id: &report.id,
+        benchmark_id: report.benchmark_id.as_deref(),
+    };
+    for f in &report.findings {
+        assert!(
+            f.code == crate::baseline::UNUSED_SUPPRESSION || !options.baseline.contains(f, &names),
+            "{f:?} is in the baseline"
+        );
+    }
+}
+
+/// The verdict of `run` follows its findings, and every finding says
+/// something with finite effects.
+fn check_report(run: &crate::RunReport) {
     let worst = run.findings.iter().map(|f| f.severity).max();
     let expected = match worst {
         _ if run.status == RunStatus::Error => RunStatus::Error,

@@ -275,26 +275,37 @@ fn unused_suppressions(
     options: &RunOptions,
     names: &RunNames,
 ) -> Option<Finding> {
-    let used: std::collections::BTreeSet<findings::Identity> = suppressed
+    let used: Vec<findings::Identity> = suppressed
         .iter()
         .filter(|s| s.rule == results::SuppressedBy::Baseline)
         .map(|s| s.finding.identity(names.id))
         .collect();
-    let mut unused: Vec<String> = options
-        .baseline
-        .entries_of(names)
+    let used: std::collections::BTreeSet<findings::Subject> =
+        used.iter().map(findings::Identity::subject).collect();
+    // Counted whole, named only as far as the message shows them (a
+    // baseline may hold a million entries).
+    let mut n = 0;
+    let mut unused: Vec<String> = Vec::new();
+    let mut named = 0;
+    let entries = options.baseline.entries_of(names);
+    for [code_id, _, field, metric, endpoint, _] in entries
         .into_iter()
         .filter(|k| !used.contains(k))
-        .filter(|k| code(&k.code).is_some_and(|c| settings.filter.keeps(c)))
-        .map(|k| {
-            let subject = [k.metric.as_str(), k.field.as_str(), k.endpoint.as_str()]
-                .into_iter()
-                .find(|s| !s.is_empty())
-                .map(|s| format!(" ({s})"))
-                .unwrap_or_default();
-            format!("baseline {}{subject}", k.code)
-        })
-        .collect();
+        .filter(|k| code(k[0]).is_some_and(|c| settings.filter.keeps(c)))
+    {
+        n += 1;
+        if named > 400 {
+            continue;
+        }
+        let subject = [metric, field, endpoint]
+            .into_iter()
+            .find(|s| !s.is_empty())
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
+        let entry = format!("baseline {code_id}{subject}");
+        named += entry.len() + 2;
+        unused.push(entry);
+    }
     let run_scoped = settings
         .filter
         .scoped
@@ -305,13 +316,13 @@ fn unused_suppressions(
             s.rule == results::SuppressedBy::ScopedIgnore && i.silences(&s.finding, names)
         });
         if !silenced {
+            n += 1;
             unused.push(format!("scoped-ignore {} ({})", i.code.as_str(), i.reason));
         }
     }
-    if unused.is_empty() {
+    if n == 0 {
         return None;
     }
-    let n = unused.len();
     let shown = text::clip(&unused.join("; "), 400).into_owned();
     Some(
         Finding::new(

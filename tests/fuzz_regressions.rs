@@ -33,12 +33,31 @@ fn clean_run_files() -> Vec<(&'static str, Vec<u8>)> {
     .collect()
 }
 
+/// The files of the sample run late-warmup that the settings targets
+/// (config, claims, baseline) audit, as in their fuzz targets.
+fn late_warmup_files() -> Vec<(&'static str, Vec<u8>)> {
+    let dir = run_dir("late-warmup");
+    [
+        "profile_export.jsonl",
+        "profile_export_aiperf.json",
+        "server_metrics_export.json",
+        "server_metrics_export.jsonl",
+        "phase_manifest.json",
+        "inputs.json",
+    ]
+    .into_iter()
+    .map(|n| (n, fs::read(dir.join(n)).expect("sample file")))
+    .collect()
+}
+
 #[test]
 fn fuzz_regressions_replay_without_a_broken_invariant() {
     let summary = summary_bytes();
     let owned = clean_run_files();
     let files: Vec<(&str, &[u8])> = owned.iter().map(|(n, b)| (*n, b.as_slice())).collect();
-    let targets: [Target; 7] = [
+    let owned_late = late_warmup_files();
+    let late: Vec<(&str, &[u8])> = owned_late.iter().map(|(n, b)| (*n, b.as_slice())).collect();
+    let targets: [Target; 10] = [
         ("records_jsonl", &fuzzing::records_jsonl),
         ("record_fast_path", &fuzzing::record_fast_path),
         ("server_metrics_json", &fuzzing::server_metrics_json),
@@ -46,6 +65,9 @@ fn fuzz_regressions_replay_without_a_broken_invariant() {
         ("scrapes_jsonl", &fuzzing::scrapes_jsonl),
         ("whole_run", &|d| fuzzing::whole_run(d, &summary)),
         ("scrape_numbers", &|d| fuzzing::scrape_numbers(d, &files)),
+        ("config_toml", &|d| fuzzing::config_toml(d, &late)),
+        ("claims_toml", &|d| fuzzing::claims_toml(d, &late)),
+        ("baseline_json", &|d| fuzzing::baseline_json(d, &late)),
     ];
     let dir = root().join("tests/fuzz/regressions");
     let mut replayed = 0;
@@ -104,5 +126,54 @@ fn entry_points_accept_the_sample_files() {
         joined.push(0);
         joined.extend(read("server_metrics_export.jsonl"));
         fuzzing::whole_run(&joined, &summary_bytes());
+    }
+}
+
+/// The settings targets on what users write: a configuration with every
+/// kind of key, `artifact-check config`'s own output, claims of every kind,
+/// and sample runs' JSON reports as baselines.
+#[test]
+fn settings_entry_points_accept_real_settings() {
+    let owned = late_warmup_files();
+    let files: Vec<(&str, &[u8])> = owned.iter().map(|(n, b)| (*n, b.as_slice())).collect();
+    let config = r#"
+fail-on = "warning"
+ignore = ["cold-connection-bias"]
+[[scoped-ignore]]
+code = "phase-contamination"
+metric = "vllm:*"
+run = "late-*"
+reason = "known"
+[phase-contamination]
+request-scoped-metrics = { "x:y" = "arrival" }
+"#;
+    fuzzing::config_toml(config.as_bytes(), &files);
+    let (defaults, _, code) = cli(&["config"]);
+    assert_eq!(code, 0, "{defaults}");
+    fuzzing::config_toml(defaults.as_bytes(), &files);
+    let claims = r#"
+[[claim]]
+name = "ttft_p99_ms"
+value = 152.0
+tolerance-pct = 5.0
+[[claim]]
+name = "prefix_cache_hit_rate"
+value = 0.5
+tolerance = 0.05
+over = "steady-state"
+[[claim]]
+name = "request_throughput"
+value = 10
+tolerance-pct = 10
+"#;
+    fuzzing::claims_toml(claims.as_bytes(), &files);
+    for run in ["clean", "late-warmup", "prefix-cache", "vllm-restart"] {
+        let (report, _, _) = cli(&[
+            run_dir(run).to_str().expect("utf-8 path"),
+            "--format",
+            "json",
+        ]);
+        assert!(report.starts_with('{'), "{report}");
+        fuzzing::baseline_json(report.as_bytes(), &files);
     }
 }

@@ -958,3 +958,39 @@ fn an_output_onto_a_file_the_run_reads_through_a_link_is_refused() {
     assert!(err.contains("a file the audit reads"), "{err}");
     assert_eq!(fs::read(&target).expect("read"), before);
 }
+
+/// Group 2: a claims file is capped at `claims::MAX_CLAIMS` claims (each is
+/// evaluated over every record), with an error naming the count and the
+/// cap; at the cap it is read.
+#[test]
+fn claims_are_capped_with_an_error_naming_the_cap() {
+    let t = tempfile::tempdir().expect("tmp");
+    let claims = |n: usize| {
+        let path = t.path().join(format!("claims-{n}.toml"));
+        let one = "[[claim]]\nname = \"request_throughput\"\nvalue = 1.0\ntolerance-pct = 5.0\n";
+        fs::write(&path, one.repeat(n)).expect("write");
+        path
+    };
+    let run = run_dir("clean");
+    let (over, at) = (claims(1001), claims(1000));
+    let (_, err, code) = ac(&[
+        "--expect",
+        over.to_str().expect("utf8"),
+        run.to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("1001 claims; at most 1000"), "{err}");
+    let (out, err, code) = ac(&[
+        "--expect",
+        at.to_str().expect("utf8"),
+        "--format",
+        "json",
+        run.to_str().expect("utf8"),
+    ]);
+    assert_ne!(code, 2, "{err}");
+    let report: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(
+        report["runs"][0]["claims"].as_array().map(Vec::len),
+        Some(1000)
+    );
+}

@@ -413,7 +413,7 @@ impl Finding {
 /// its figures or its line (a line moves when a record is added above it).
 /// `--baseline`, `[[scoped-ignore]]`, the SARIF fingerprint and GitLab's
 /// all key on this one identity.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Identity {
     /// The run directory as reported, without a trailing `/`.
     pub run: String,
@@ -430,6 +430,9 @@ pub struct Identity {
     /// The series as `k=v,k=v` (empty when none).
     pub series: String,
 }
+
+/// An [`Identity`] without its run (see [`Identity::subject`]).
+pub type Subject<'a> = [&'a str; 6];
 
 impl Identity {
     /// The identity of a finding as an earlier JSON report wrote it (`f` is
@@ -466,6 +469,27 @@ impl Identity {
             },
             endpoint: s(&f["endpoint"]),
             series,
+        }
+    }
+
+    /// What it says of the finding, whatever the run: code, file, field,
+    /// metric, endpoint and series.
+    pub fn subject(&self) -> Subject<'_> {
+        [
+            &self.code,
+            &self.file,
+            &self.field,
+            &self.metric,
+            &self.endpoint,
+            &self.series,
+        ]
+    }
+
+    /// The same identity in the run named `run`.
+    pub fn in_run(&self, run: &str) -> Identity {
+        Identity {
+            run: normal_run(run),
+            ..self.clone()
         }
     }
 

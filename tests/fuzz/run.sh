@@ -40,8 +40,53 @@ for r in "$runs"/*/; do
     cat "$r/server_metrics_export.jsonl" 2>/dev/null; } > "$here/corpus/whole_run/$(basename "$r")"
 done
 
+# The settings readers: the defaults as `config` writes them, a claims file
+# naming every kind of claim, and the sample runs' JSON reports as baselines.
+(cd "$root" && cargo build --release -q)
+bin="$root/target/release/artifact-check"
+mkdir -p "$here/corpus/config_toml" "$here/corpus/claims_toml" "$here/corpus/baseline_json"
+(cd / && "$bin" config) > "$here/corpus/config_toml/defaults"
+cat > "$here/corpus/config_toml/scoped" <<'TOML'
+fail-on = "warning"
+ignore = ["cold-connection-bias"]
+[[scoped-ignore]]
+code = "phase-contamination"
+metric = "vllm:*"
+run = "late-*"
+reason = "known"
+[phase-contamination]
+request-scoped-metrics = { "x:y" = "arrival" }
+TOML
+cat > "$here/corpus/claims_toml/every-kind" <<'TOML'
+[[claim]]
+name = "ttft_p99_ms"
+value = 152.0
+tolerance-pct = 5.0
+[[claim]]
+name = "time_to_first_token.p50"
+value = 10
+tolerance = 0.5
+over = "steady-state"
+[[claim]]
+name = "prefix_cache_hit_rate"
+value = 0.5
+tolerance = 0.05
+[[claim]]
+name = "output_token_throughput"
+value = 1000
+tolerance-pct = 10
+over = "steady-state"
+[[claim]]
+name = "request_throughput"
+value = 10
+tolerance-pct = 10
+TOML
+for r in "$runs"/*/; do
+  "$bin" "$r" --format json > "$here/corpus/baseline_json/$(basename "$r")" 2>/dev/null || true
+done
+
 status=0
-for t in records_jsonl record_fast_path server_metrics_json summary_json scrapes_jsonl whole_run scrape_numbers; do
+for t in records_jsonl record_fast_path server_metrics_json summary_json scrapes_jsonl whole_run scrape_numbers config_toml claims_toml baseline_json; do
   echo "== $t ($secs s)"
   # Inputs an earlier run saved belong in regressions/ already: keep them
   # there and start clean, so only what this run finds is reported.
