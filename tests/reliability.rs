@@ -994,3 +994,159 @@ fn claims_are_capped_with_an_error_naming_the_cap() {
         Some(1000)
     );
 }
+
+/// Group 1: what AIPerf 0.13 never writes in the export (it creates a
+/// family with its first series, and writes a phase window only when it
+/// starts before it ends) is named by field and kept out: a family with
+/// `series: []` is not a family that observed nothing (it was read as 0
+/// observations: an unexplained deficit), an empty profiling window is not
+/// used (it was read as a window).
+#[test]
+fn empty_series_and_empty_windows_are_named_and_not_used() {
+    let (_t, dir) = copy_run("late-warmup");
+    let p = dir.join("server_metrics_export.json");
+    let mut s: Value = serde_json::from_str(&fs::read_to_string(&p).expect("read")).expect("json");
+    let emptied: Vec<String> = s["metrics"]
+        .as_object_mut()
+        .expect("metrics")
+        .iter_mut()
+        .filter(|(_, fam)| fam["type"] == "histogram")
+        .map(|(name, fam)| {
+            fam["series"] = Value::Array(Vec::new());
+            name.clone()
+        })
+        .collect();
+    assert!(!emptied.is_empty());
+    let w = &mut s["summary"]["phase_time_ranges"]["profiling"];
+    w["end_ns"] = w["start_ns"].clone();
+    fs::write(&p, s.to_string()).expect("write");
+    let (v, code) = json_of(&dir);
+    assert_eq!(code, 1);
+    let f = findings(&v);
+    for name in &emptied {
+        let field = format!("metrics.{name}.series");
+        assert!(
+            f.iter()
+                .any(|x| x["code"] == "impossible-value" && x["field"] == field.as_str()),
+            "{field} not named: {f:?}"
+        );
+    }
+    assert!(f.iter().any(
+        |x| x["code"] == "invalid-json" && x["field"] == "summary.phase_time_ranges.profiling"
+    ));
+    // Nothing counted from the emptied families or the empty window.
+    assert!(
+        !f.iter().any(|x| x["code"] == "unexplained-deficit"),
+        "{f:?}"
+    );
+    assert!(
+        v["runs"][0]["phases"]["profiling"]["server_window_ns"].is_null(),
+        "{v}"
+    );
+}
+
+/// Group 1: prefix-cache hits that rise above the queries between two raw
+/// scrapes (no server counts so) are named by file, line and metric, and
+/// the raw-scrape rate is not computed from them.
+#[test]
+fn raw_scrape_hits_above_queries_are_named_and_not_used() {
+    let (_t, dir) = copy_run("prefix-cache");
+    let raw = |v: &Value| v["runs"][0]["checks"]["prefix_cache"]["server_from_raw_scrapes"].clone();
+    assert!(
+        raw(&json_of(&dir).0).is_object(),
+        "the sample run has the raw-scrape rate"
+    );
+    let p = dir.join("server_metrics_export.jsonl");
+    let value = |l: &Value, m: &str| l["metrics"][m][0]["value"].as_f64();
+    // The first scrape after which both counters rise: its hits are raised
+    // above everything the queries rose by since the scrape before.
+    let lines: Vec<Value> = jsonl(&p);
+    let n = (1..lines.len())
+        .find(|&i| {
+            let rise = |m: &str| {
+                value(&lines[i], m)
+                    .zip(value(&lines[i - 1], m))
+                    .map(|(b, a)| b - a)
+            };
+            rise("vllm:prefix_cache_hits").is_some_and(|r| r > 0.0)
+                && rise("vllm:prefix_cache_queries").is_some_and(|r| r > 0.0)
+        })
+        .expect("an interval where both counters rise");
+    let queries_rise = value(&lines[n], "vllm:prefix_cache_queries").expect("q")
+        - value(&lines[n - 1], "vllm:prefix_cache_queries").expect("q");
+    let hits_before = value(&lines[n - 1], "vllm:prefix_cache_hits").expect("h");
+    // Every later scrape keeps its own rise: the counter stays cumulative.
+    let raised =
+        hits_before + queries_rise + 100.0 - value(&lines[n], "vllm:prefix_cache_hits").expect("h");
+    for (i, _) in lines.iter().enumerate().skip(n) {
+        edit_line(&p, i, |v| {
+            let h = &mut v["metrics"]["vllm:prefix_cache_hits"][0]["value"];
+            *h = Value::from(h.as_f64().expect("h") + raised);
+        });
+    }
+    let (v, code) = json_of(&dir);
+    assert_eq!(code, 1);
+    let f = findings(&v);
+    let named = f
+        .iter()
+        .find(|x| {
+            x["code"] == "prefix-cache-inconsistent" && x["file"] == "server_metrics_export.jsonl"
+        })
+        .unwrap_or_else(|| panic!("not named: {f:?}"));
+    assert_eq!(named["line"].as_u64(), Some(n as u64 + 1));
+    assert_eq!(named["metric"], "vllm:prefix_cache_hits");
+    assert_eq!(named["effect"][0]["value"].as_f64(), Some(100.0));
+    assert!(
+        raw(&v).is_null(),
+        "a rate from contradicting counters: {}",
+        raw(&v)
+    );
+}
+
+/// Group 1: an array where AIPerf writes an object or a number (serde's
+/// sequence form of a struct read it as "every field absent") is named by
+/// its field: a record's `metrics`, a kept metric's `value`, a summary
+/// metric, `input_config` and its phases.
+#[test]
+fn an_array_where_an_object_or_a_number_is_written_is_named() {
+    type Edit = fn(&mut Value);
+    let cases: [(&str, &str, Edit); 5] = [
+        ("profile_export.jsonl", "metrics", |v| {
+            v["metrics"] = Value::Array(Vec::new())
+        }),
+        ("profile_export.jsonl", "metrics.request_latency", |v| {
+            v["metrics"]["request_latency"]["value"] = serde_json::json!([1.0, 2.0])
+        }),
+        ("profile_export_aiperf.json", "request_latency", |v| {
+            v["request_latency"] = Value::Array(Vec::new())
+        }),
+        ("profile_export_aiperf.json", "input_config", |v| {
+            v["input_config"] = Value::Array(Vec::new())
+        }),
+        (
+            "profile_export_aiperf.json",
+            "input_config.phases[0]",
+            |v| v["input_config"]["phases"][0] = Value::Array(Vec::new()),
+        ),
+    ];
+    for (file, field, edit) in cases {
+        let (_t, dir) = copy_run("late-warmup");
+        let p = dir.join(file);
+        if file.ends_with(".jsonl") {
+            edit_line(&p, 2, edit);
+        } else {
+            let mut v: Value =
+                serde_json::from_str(&fs::read_to_string(&p).expect("read")).expect("json");
+            edit(&mut v);
+            fs::write(&p, v.to_string()).expect("write");
+        }
+        let (v, code) = json_of(&dir);
+        assert_eq!(code, 1, "{field}");
+        let f = findings(&v);
+        assert!(
+            f.iter()
+                .any(|x| x["file"] == file && x["field"] == field && x["severity"] == "error"),
+            "{file} {field} not named: {f:?}"
+        );
+    }
+}

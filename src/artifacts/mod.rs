@@ -336,6 +336,46 @@ fn typed<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ParseError> {
     Ok(value)
 }
 
+/// A `T` read only from a JSON object. A derived struct also accepts an
+/// array (serde's sequence form of a struct: `"run_info": []` would read as
+/// every field absent); AIPerf writes objects, so an array is an error
+/// naming the field, like any other wrong type.
+pub(crate) struct Object<T>(pub T);
+
+/// For `#[serde(deserialize_with)]`: an optional [`Object`].
+pub(crate) fn object_opt<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<Object<T>>::deserialize(d).map(|o| o.map(|o| o.0))
+}
+
+/// For `#[serde(deserialize_with)]`: an array of [`Object`]s.
+pub(crate) fn objects<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Vec::<Object<T>>::deserialize(d).map(|v| v.into_iter().map(|o| o.0).collect())
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for V<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData)).map(Object)
+    }
+}
+
 /// Nothing but whitespace may follow the document: bytes after it (garbage,
 /// NUL padding, a second document) are an error, never ignored.
 pub(crate) fn end<'de, R: serde_json::de::Read<'de>>(
@@ -371,17 +411,27 @@ fn summary_problems(summary: &summary::Summary, f: &mut Vec<Finding>) {
 fn reversed_windows(server: &mut server_metrics::ServerMetricsExport, f: &mut Vec<Finding>) {
     // A window that ends before it starts is corrupt: it is dropped (the
     // checks then cannot tell), never read as a negative overlap.
+    // An empty one too: AIPerf 0.13 writes a window only when it starts
+    // before it ends (json_exporter._build_phase_time_ranges skips the
+    // others, which its TimeRangeFilter rejects).
     server.summary.phase_time_ranges.retain(|phase, w| {
-        if w.end_ns >= w.start_ns {
+        if w.end_ns > w.start_ns {
             return true;
         }
+        let what = if w.end_ns == w.start_ns {
+            "is empty (it ends at the nanosecond it starts)".to_string()
+        } else {
+            format!(
+                "ends {:.1} ms before it starts",
+                (w.start_ns - w.end_ns) as f64 / 1e6
+            )
+        };
         f.push(
             Finding::new(
                 reading::INVALID_JSON,
                 format!(
-                    "{}: the {phase} window ends {:.1} ms before it starts; it is not used",
+                    "{}: the {phase} window {what}; it is not used",
                     server_metrics::FILE,
-                    (w.start_ns - w.end_ns) as f64 / 1e6
                 ),
             )
             .file(server_metrics::FILE)
@@ -456,14 +506,25 @@ fn impossible_stats(server: &mut server_metrics::ServerMetricsExport, f: &mut Ve
         let Some(families) = families else {
             continue;
         };
+        // AIPerf creates a family with its first series (accumulator's
+        // compute of the endpoint summaries): one without any is not a
+        // family that observed nothing, and is dropped (its figures
+        // unknown, never 0).
         families.retain(|name, fam| {
-            if fam.kind != MetricType::Invalid {
+            let (field, what) = if fam.kind == MetricType::Invalid {
+                (
+                    "type",
+                    "a type AIPerf never writes (counter, gauge, histogram or unknown)",
+                )
+            } else if fam.series.is_empty() {
+                (
+                    "series",
+                    "empty: AIPerf writes a family only with the series it scraped",
+                )
+            } else {
                 return true;
-            }
-            f.push(finding(
-                format!("{section}.{name}.type"),
-                "a type AIPerf never writes (counter, gauge, histogram or unknown)".into(),
-            ));
+            };
+            f.push(finding(format!("{section}.{name}.{field}"), what.into()));
             false
         });
         for (name, fam) in families.iter_mut() {

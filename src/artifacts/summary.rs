@@ -82,11 +82,11 @@ pub struct LegacyLoadgen {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[allow(missing_docs)]
 pub struct InputConfig {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::objects")]
     pub phases: Vec<PhaseConfig>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::object_opt")]
     pub endpoint: Option<EndpointConfig>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::object_opt")]
     pub loadgen: Option<LegacyLoadgen>,
 }
 
@@ -262,12 +262,21 @@ impl<'de> Deserialize<'de> for RawSummary {
                         "schema_version" => r.schema_version = map.next_value()?,
                         "aiperf_version" => r.aiperf_version = map.next_value()?,
                         "benchmark_id" => r.benchmark_id = map.next_value()?,
-                        "input_config" => r.input_config = map.next_value()?,
-                        "run_info" => r.run_info = map.next_value()?,
+                        "input_config" => {
+                            r.input_config =
+                                map.next_value::<Option<super::Object<_>>>()?.map(|o| o.0)
+                        }
+                        "run_info" => {
+                            r.run_info = map.next_value::<Option<super::Object<_>>>()?.map(|o| o.0)
+                        }
                         "was_cancelled" => r.was_cancelled = map.next_value()?,
                         "is_complete" => r.is_complete = map.next_value()?,
                         "incomplete_reason" => r.incomplete_reason = map.next_value()?,
-                        "error_summary" => r.error_summary = map.next_value()?,
+                        "error_summary" => {
+                            r.error_summary = map
+                                .next_value::<Option<Vec<super::Object<_>>>>()?
+                                .map(|v| v.into_iter().map(|o| o.0).collect())
+                        }
                         "warmup_metrics" => {
                             let v: Shallow<Shallow<Scalar>> = map.next_value()?;
                             r.rest.insert(key, v.0);
@@ -440,6 +449,14 @@ impl Summary {
                         message: format!("expected an object, found {}", kind(&other)),
                     }),
                 }
+            } else if value.is_array() {
+                // Every member AIPerf writes but error_summary (read
+                // above) is an object or a scalar: an array is no metric
+                // with every statistic absent.
+                problems.push(ParseError {
+                    field: Some(key.clone()),
+                    message: "expected an object or a scalar, found an array".into(),
+                });
             } else if value.get("unit").is_some() {
                 if let Some(m) = MetricEntry::read(&key, &value, &mut problems) {
                     metrics.insert(key, m);

@@ -78,9 +78,45 @@ macro_rules! record_metrics {
             }
         }
 
-        #[derive(Deserialize, Default)]
+        #[derive(Default)]
         struct RawMetrics {
-            $( #[serde(default)] $tag: Option<RawValue>, )*
+            $( $tag: Option<RawValue>, )*
+        }
+
+        // By hand, not derived: a derived struct also accepts an array (its
+        // sequence form), and `"metrics": []` would read as no metrics.
+        // AIPerf writes an object: anything else is not a record.
+        impl<'de> Deserialize<'de> for RawMetrics {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> serde::de::Visitor<'de> for V {
+                    type Value = RawMetrics;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str("an object of metrics")
+                    }
+                    fn visit_map<A: serde::de::MapAccess<'de>>(
+                        self,
+                        mut map: A,
+                    ) -> Result<RawMetrics, A::Error> {
+                        let mut out = RawMetrics::default();
+                        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                            match &*key {
+                                $( stringify!($tag) => {
+                                    if out.$tag.is_some() {
+                                        return Err(serde::de::Error::duplicate_field(stringify!($tag)));
+                                    }
+                                    out.$tag = map.next_value()?;
+                                } )*
+                                _ => {
+                                    map.next_value::<serde::de::IgnoredAny>()?;
+                                }
+                            }
+                        }
+                        Ok(out)
+                    }
+                }
+                d.deserialize_map(V)
+            }
         }
 
         impl RawMetrics {
@@ -160,6 +196,9 @@ impl Metric {
 impl Domain {
     /// Why `v` is outside this domain, if it is.
     pub fn refuses(self, v: f64) -> Option<&'static str> {
+        if v == NOT_A_NUMBER {
+            return Some("an array where AIPerf writes one number");
+        }
         if v < 0.0 {
             return Some("negative: no duration, count or rate is");
         }
@@ -173,6 +212,11 @@ impl Domain {
         }
     }
 }
+
+/// The value of a kept metric written as an array (AIPerf writes one
+/// number, or null): both readers read it as this, and every domain
+/// refuses it, so it is named and kept out like any impossible value.
+pub const NOT_A_NUMBER: f64 = f64::MAX;
 
 /// Metric values of one record; `None` = absent (not computable), never 0.
 ///

@@ -161,7 +161,14 @@ impl Merge {
             self.out.findings.push(
                 Finding::new(
                     reading::IMPOSSIBLE_VALUE,
-                    format!("{} is {v}: {why}; it is kept out of every figure", m.tag()),
+                    if v == super::NOT_A_NUMBER {
+                        format!(
+                            "{} is not a number: {why}; it is kept out of every figure",
+                            m.tag()
+                        )
+                    } else {
+                        format!("{} is {v}: {why}; it is kept out of every figure", m.tag())
+                    },
                 )
                 .file(FILE)
                 .line(first + line - 1)

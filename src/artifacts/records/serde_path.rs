@@ -13,8 +13,8 @@ use crate::findings::{reading, Finding};
 
 #[derive(Deserialize)]
 pub(super) struct RawValue {
-    // `value` may be a number, an array (inter_chunk_latency) or null
-    // (AIPerf writes non-finite numbers as null). Only numbers are kept.
+    // `value` is a number or null (AIPerf writes non-finite numbers as
+    // null); an array is read as `NOT_A_NUMBER`, refused by every domain.
     #[serde(deserialize_with = "number_or_skip")]
     pub(super) value: Option<f64>,
 }
@@ -45,9 +45,11 @@ fn number_or_skip<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>,
             self,
             mut seq: A,
         ) -> Result<Self::Value, A::Error> {
-            // Per-chunk arrays (inter_chunk_latency): not a scalar the checks use.
+            // Every metric kept is one number: an array there is refused
+            // by its domain (per-chunk arrays, inter_chunk_latency, are
+            // not kept and never read here).
             while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-            Ok(None)
+            Ok(Some(super::NOT_A_NUMBER))
         }
     }
     d.deserialize_any(V)

@@ -73,6 +73,29 @@ crate::define_codes! { "prefix_cache";
         "The server's profiling cache queries fall short of the clients' prompt tokens"),
 }
 
+/// Counters of the raw scrapes that contradict themselves: between two
+/// scrapes the numerator (hits) rose above the denominator (queries). The
+/// raw-scrape rate is not computed from them.
+fn contradiction(formula: &str, c: &raw_scrapes::Contradiction) -> Finding {
+    Finding::new(
+        PREFIX_CACHE_INCONSISTENT,
+        format!(
+            "{formula}: in the raw scrapes, {} rose by {} but its denominator by only {} \
+             between the scrape before line {} and that line's, on {}: a server counts a hit \
+             only among its queries, so these counters are not what a server writes; the \
+             server rate is not recomputed from them",
+            c.numerator, c.rise, c.denominator_rise, c.line, c.endpoint
+        ),
+    )
+    .file(crate::artifacts::scrapes::FILE)
+    .line(c.line)
+    .field(c.numerator.clone())
+    .metric(c.numerator.clone())
+    .endpoint(c.endpoint.clone())
+    .expected_found(format!("<= {}", c.denominator_rise), c.rise)
+    .effect("excess", c.rise - c.denominator_rise, Unit::Tokens)
+}
+
 /// The clients' rates: profiling, warmup, warm profiling requests, and the
 /// clients' profiling prompt tokens, in one walk.
 struct Clients {
@@ -467,8 +490,12 @@ impl Pass<'_> {
         let r = match raw_scrapes::recompute(&h, sc, &requests, slack_ns, roles) {
             Ok(r) => r,
             Err(why) => {
+                if let Some(c) = &why.contradiction {
+                    self.findings.push(contradiction(&h.formula, c));
+                }
                 self.explanations.push(format!(
-                    "the raw scrapes cannot recompute the server rate by request: {why}"
+                    "the raw scrapes cannot recompute the server rate by request: {}",
+                    why.text
                 ));
                 return (None, None);
             }

@@ -41,8 +41,45 @@ pub struct RawScrapeRate {
     pub denominator_certain: f64,
 }
 
-/// Why the raw scrapes cannot give the rate.
-pub type Why = String;
+/// Why the raw scrapes cannot give the rate: in words, and, when the
+/// counters contradict themselves, where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Why {
+    /// In words.
+    pub text: String,
+    /// The numerator rose above the denominator between two scrapes.
+    pub contradiction: Option<Contradiction>,
+}
+
+/// Where the numerator of a formula rose above its denominator.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Contradiction {
+    /// The later scrape's line in the raw scrapes (1-based).
+    pub line: u64,
+    /// The scrape endpoint.
+    pub endpoint: String,
+    /// The numerator's family (the hits).
+    pub numerator: String,
+    /// Its rise between the two scrapes.
+    pub rise: f64,
+    /// The denominator's rise (the queries).
+    pub denominator_rise: f64,
+}
+
+impl From<String> for Why {
+    fn from(text: String) -> Why {
+        Why {
+            text,
+            contradiction: None,
+        }
+    }
+}
+
+impl From<&str> for Why {
+    fn from(text: &str) -> Why {
+        Why::from(text.to_string())
+    }
+}
 
 /// The requests the increments are placed by: the records, and the time
 /// a warmup without records had finished by ([`Spans::with_unrecorded_warmup`]).
@@ -66,7 +103,7 @@ pub fn recompute(
 ) -> Result<RawScrapeRate, Why> {
     let (records, first_start) = (requests.records, requests.first_start);
     let Some((f, num_name, den_name)) = h.source else {
-        return Err(format!("{} is not a counter formula", h.formula));
+        return Err(format!("{} is not a counter formula", h.formula).into());
     };
     let (formula, role) = (h.formula.as_str(), h.role_filter.as_ref());
     if records.is_empty() {
@@ -96,7 +133,7 @@ pub fn recompute(
             series(den_name, f.den_filter),
         );
         attribution::by_span(&num, &den, &spans, first_start, &mut split)
-            .map_err(|r| refusal(r, ep, formula))?;
+            .map_err(|r| refusal(r, ep, formula, num_name))?;
     }
     let SpanSplit {
         intervals,
@@ -130,14 +167,32 @@ pub fn recompute(
     })
 }
 
-/// Why an endpoint's counters cannot be split, in words.
-fn refusal(r: Refusal, ep: &str, formula: &str) -> Why {
+/// Why an endpoint's counters cannot be split.
+fn refusal(r: Refusal, ep: &str, formula: &str, numerator: &str) -> Why {
     match r {
         Refusal::LateBaseline => format!(
             "the first raw scrape of {ep} comes after the first request started, so earlier \
              increments cannot be placed"
-        ),
-        Refusal::Reset => format!("a counter of {formula} went down on {ep} (a reset)"),
+        )
+        .into(),
+        Refusal::Reset => format!("a counter of {formula} went down on {ep} (a reset)").into(),
+        Refusal::AboveDenominator {
+            line,
+            numerator: rise,
+            denominator,
+        } => Why {
+            text: format!(
+                "on {ep}, {numerator} rose by {rise} but the denominator of {formula} by only \
+                 {denominator} up to the scrape of line {line}: no server counts so"
+            ),
+            contradiction: Some(Contradiction {
+                line,
+                endpoint: ep.to_string(),
+                numerator: numerator.to_string(),
+                rise,
+                denominator_rise: denominator,
+            }),
+        },
     }
 }
 

@@ -600,12 +600,23 @@ pub struct SpanSplit {
 }
 
 /// Why raw scrapes cannot split a series.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Refusal {
     /// The first scrape of the endpoint comes after the first request.
     LateBaseline,
     /// A cumulative value went down (a reset).
     Reset,
+    /// Between two scrapes the numerator rose more than the denominator
+    /// (hits above queries, cached above prompt tokens): no server counts
+    /// so. `line` is the later scrape's line.
+    AboveDenominator {
+        /// The later scrape's line (1-based).
+        line: u64,
+        /// The numerator's rise.
+        numerator: f64,
+        /// The denominator's rise.
+        denominator: f64,
+    },
 }
 
 /// Adds the intervals of one endpoint's numerator and denominator series
@@ -618,9 +629,9 @@ pub fn by_span(
     split: &mut SpanSplit,
 ) -> Result<(), Refusal> {
     let dens: BTreeMap<u64, &Point> = den.iter().map(|p| (p.line, p)).collect();
-    let pts: Vec<(u64, f64, f64)> = num
+    let pts: Vec<(u64, f64, f64, u64)> = num
         .iter()
-        .filter_map(|n| Some((n.t, n.amount(), dens.get(&n.line)?.amount())))
+        .filter_map(|n| Some((n.t, n.amount(), dens.get(&n.line)?.amount(), n.line)))
         .collect();
     if pts.len() < 2 {
         return Ok(());
@@ -629,10 +640,17 @@ pub fn by_span(
         return Err(Refusal::LateBaseline);
     }
     for w in pts.windows(2) {
-        let ((a, na, da), (b, nb, db)) = (w[0], w[1]);
+        let ((a, na, da, _), (b, nb, db, line)) = (w[0], w[1]);
         let (dn, dd) = (nb - na, db - da);
         if dn < 0.0 || dd < 0.0 {
             return Err(Refusal::Reset);
+        }
+        if dn > dd {
+            return Err(Refusal::AboveDenominator {
+                line,
+                numerator: dn,
+                denominator: dd,
+            });
         }
         split.intervals += 1;
         if dn == 0.0 && dd == 0.0 {

@@ -405,7 +405,7 @@ impl<'a, 'k> Scanner<'a, 'k> {
             s.ws();
             value = Some(match s.peek()? {
                 b'n' => s.literal(b"null").map(|_| None)?,
-                b'[' => s.skip(3).map(|_| None)?,
+                b'[' => s.skip(3).map(|_| Some(super::super::NOT_A_NUMBER))?,
                 _ => {
                     let (text, integer) = s.number()?;
                     Some(number_value(text, integer)?)
