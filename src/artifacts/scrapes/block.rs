@@ -128,6 +128,11 @@ pub struct Block {
     pub changes: Vec<Change>,
     /// The file's ids of the block's names (kept with them).
     pub to_file: ToFile,
+    /// The line where the block's label sets reached
+    /// [`super::store::MAX_LABEL_SETS`]: no more are interned, and the
+    /// block is not read past it (the file holds more than the reader
+    /// does).
+    pub over_cap: Option<u64>,
     /// Rows and counts before the line being scanned.
     pub line_rows: usize,
     /// See `line_rows`.
@@ -189,6 +194,7 @@ impl Block {
         self.problems.clear();
         self.slots.clear();
         self.scanned = 0;
+        self.over_cap = None;
     }
 
     /// Forgets the interned names, the shapes and the merge's map.
@@ -303,6 +309,11 @@ impl Block {
     /// The block id of the label set written as `text`, if seen before.
     pub fn labels_seen(&self, text: &[u8]) -> Option<u32> {
         self.label_texts.get(text).copied()
+    }
+
+    /// Whether the block holds as many label sets as the file may.
+    pub fn labels_full(&self) -> bool {
+        self.labels.len() >= super::store::MAX_LABEL_SETS
     }
 
     /// Interns a label set written as `text` (`None`: not by its text).

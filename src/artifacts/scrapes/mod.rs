@@ -571,7 +571,16 @@ fn read_block(chunk: &Chunk, interest: &Interest, b: &mut Block) {
             .and_then(|line| scan::read_scanned(line, no, b, interest));
         if fast.is_none() {
             b.rewind(mark);
-            reference::read_line(raw, no, terminated, b, interest);
+            if !b.labels_full() {
+                reference::read_line(raw, no, terminated, b, interest);
+            }
+        }
+        if b.labels_full() {
+            // Ever-new label sets: the rest of the chunk is not read (the
+            // merge refuses the block, naming where), so a block's memory
+            // follows the cap, not a line of a million sets.
+            b.over_cap = Some(no);
+            break;
         }
     }
     b.keep_texts(bytes);
@@ -618,18 +627,20 @@ impl Merge {
                 None => f,
             });
         }
-        if self.full || !out.store.fits(b) {
-            if !self.full && !b.scrapes.is_empty() {
+        if self.full || b.over_cap.is_some() || !out.store.fits(b) {
+            // The block's first line read (or where it stopped).
+            let first = b.scrapes.first().map(|s| s.line).or(b.over_cap);
+            if let Some(first) = first.filter(|_| !self.full) {
                 let text = format!(
                     "line {}: more samples (2^32) or distinct label sets ({}) than the reader holds; this \
                      line and the rest of the file are not read",
-                    base + b.scrapes[0].line,
+                    base + first,
                     store::MAX_LABEL_SETS
                 );
                 out.findings.push(
                     Finding::new(reading::UNREADABLE_FILE, text)
                         .file(FILE)
-                        .line(base + b.scrapes[0].line),
+                        .line(base + first),
                 );
             }
             self.full = true;
@@ -834,30 +845,39 @@ mod tests {
     }
 
     #[test]
-    fn a_block_forgets_its_names_past_the_cap() {
-        // Every line a new label set: the block's names are dropped once
-        // they pass the cap, and what it reads after still agrees.
-        let mut text = String::new();
-        for i in 0..(block::KEPT_NAMES as u64 / 2 + 50) {
-            text.push_str(&format!(
-                r#"{{"endpoint_url":"u","timestamp_ns":{i},"metrics":{{"c":[{{"labels":{{"id":"{i}"}},"value":{i}}}]}}}}"#
-            ));
-            text.push('\n');
-        }
+    fn a_block_stops_at_the_label_set_cap_and_forgets_its_names_past_theirs() {
+        // Every line a new label set: the block stops at the line that
+        // reaches the file's cap (the store holds fewer), holding no more.
+        let line = |i: u64, family: &str, id: u64| {
+            format!(
+                "{{\"endpoint_url\":\"u\",\"timestamp_ns\":{i},\"metrics\":{{\"{family}\":[{{\"labels\":{{\"id\":\"{id}\"}},\"value\":{i}}}]}}}}\n"
+            )
+        };
+        let cap = store::MAX_LABEL_SETS as u64;
+        let text: String = (0..cap + 50).map(|i| line(i, "c", i)).collect();
         let interest = Interest::default();
         let mut b = Block::default();
         read_block(&Chunk::Lines(text.as_bytes().to_vec()), &interest, &mut b);
-        assert!(b.labels.len() > block::KEPT_NAMES / 2);
-        b.reset();
-        assert!(b.labels.is_empty() && b.shapes.is_empty());
-        // What the reader holds (the file's label sets are capped below the
-        // block's names) agrees.
+        assert_eq!(b.labels.len(), store::MAX_LABEL_SETS);
+        assert_eq!(b.over_cap, Some(cap));
+        assert_eq!(b.scrapes.len() as u64, cap);
+        // What the reader holds agrees.
         let held: String = text
             .lines()
             .take(store::MAX_LABEL_SETS / 2)
             .map(|l| format!("{l}\n"))
             .collect();
         assert_agrees(held.as_bytes());
+        // Ever-new series of one label set: the block's names are dropped
+        // once they pass theirs.
+        let text: String = (0..block::KEPT_NAMES as u64 + 50)
+            .map(|i| line(i, &format!("c{i}"), 0))
+            .collect();
+        let mut b = Block::default();
+        read_block(&Chunk::Lines(text.as_bytes().to_vec()), &interest, &mut b);
+        assert_eq!(b.over_cap, None);
+        b.reset();
+        assert!(b.labels.is_empty() && b.shapes.is_empty());
     }
 
     #[test]

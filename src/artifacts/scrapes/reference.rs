@@ -102,6 +102,10 @@ fn push_raw(block: &mut Block, s: RawScrape, line: u64, interest: &Interest) {
         };
         let start = block.rows.len() as u32;
         for x in samples {
+            if block.labels_full() {
+                // Past the cap: the block stops at this line.
+                return;
+            }
             let labels = block.add_labels(x.labels, None);
             let (bounds, counts) = match x.buckets {
                 None => (NONE, (0, 0)),

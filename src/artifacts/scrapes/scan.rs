@@ -507,6 +507,10 @@ fn label_set(c: &mut Cursor, block: &mut Block) -> Option<u32> {
     if let Some(id) = block.labels_seen(text) {
         return Some(id);
     }
+    if block.labels_full() {
+        // Past the cap the line is not read (the block stops here).
+        return None;
+    }
     let mut map = Labels::new();
     pairs(&mut Cursor::new(&c.s[start..c.i]), Some(&mut map))?;
     Some(block.add_labels(map, Some(text)))
