@@ -6,12 +6,15 @@ a copy of a sample run whose server_metrics_export.jsonl has, in every scrape,
              (cumulative and valid);
   labels N:  N ever-new label sets of vllm:prompt_tokens spread over the
              scrapes (each set in one scrape only);
+  families N: N ever-new gauge families (fam_<i>, one series each) spread
+             over the scrapes (each family in one scrape only);
 
 or, for `baseline`, a JSON report (as `--format json` writes it) of the run
 SRC whose run holds N distinct findings, written to the file DST:
 
     python3 benches/make_hostile.py buckets SRC DST N
     python3 benches/make_hostile.py labels SRC DST N
+    python3 benches/make_hostile.py families SRC DST N
     python3 benches/make_hostile.py baseline SRC DST.json N
 """
 import json
@@ -43,8 +46,12 @@ def main():
                     for i in range(per)
                 ]
                 out.write(json.dumps(d, separators=(",", ":")) + "\n")
+            elif kind == "families":
+                for i in range(per):
+                    d["metrics"][f"fam_{k * per + i}"] = [{"value": 1.0}]
+                out.write(json.dumps(d, separators=(",", ":")) + "\n")
             else:
-                sys.exit(f"unknown kind {kind!r}: buckets or labels")
+                sys.exit(f"unknown kind {kind!r}: buckets, labels or families")
 
 
 def baseline(src, dst, n):

@@ -27,6 +27,8 @@ use crate::stats::{self, Stat};
 crate::define_codes! { "compare";
     COMPARE_REGRESSION => ("compare-regression", Error,
         "B is worse than A beyond noise and beyond --fail-on-regression"),
+    COMPARE_IMPOSSIBLE_VALUES => ("compare-impossible-values", Error,
+        "A run's profiling records hold values no AIPerf writes for a compared metric: its statistics are over the other records only, so no regression in them can be ruled out"),
     COMPARE_CONTAMINATED => ("compare-contaminated", Warning,
         "A compared number of a run is not to be trusted (biased or wrong for a cause the comparison's cleaning does not remove): so is the difference"),
     COMPARE_CONFIG_DIFFERS => ("compare-config-differs", Warning,
@@ -64,6 +66,9 @@ pub struct Options {
 
 struct Side {
     report: crate::RunReport,
+    /// Compared metrics with values refused as impossible in profiling
+    /// records, and how many: their statistics are not computed.
+    refused: Vec<(Metric, u64)>,
     kept: Vec<Record>,
     window: Option<(u64, u64)>,
     setup: Setup,
@@ -81,6 +86,17 @@ fn side(dir: &Path, settings: &Settings, ex: Exclusions) -> Result<Side, String>
         &crate::RunOptions::default(),
         &[],
     );
+    let refused: Vec<(Metric, u64)> = run
+        .records
+        .as_ref()
+        .map(|r| {
+            METRICS
+                .iter()
+                .map(|&m| (m, r.refused_in(m, Phase::Profiling)))
+                .filter(|&(_, n)| n > 0)
+                .collect()
+        })
+        .unwrap_or_default();
     let records = run.records.map(|r| r.records).ok_or_else(|| {
         format!(
             "{}: {} could not be read: a comparison needs the per-request records",
@@ -141,6 +157,7 @@ fn side(dir: &Path, settings: &Settings, ex: Exclusions) -> Result<Side, String>
     Ok(Side {
         window: phase.and_then(|p| p.server_window_ns),
         report,
+        refused,
         kept,
         setup,
     })
@@ -398,9 +415,45 @@ fn unit_of(metric: &str, s: &Side) -> Option<String> {
 
 /// Every reason the two runs should not be compared as they are.
 fn unsafe_findings(a: &Side, b: &Side, rows: &[Row], ex: Exclusions) -> Vec<Finding> {
-    let mut out = contaminated(a, b, rows, ex);
+    let mut out = impossible_values(a, b);
+    out.extend(contaminated(a, b, rows, ex));
     out.extend(config_differs(&a.setup, &b.setup));
     out.extend(cold_share_differs(&a.setup, &b.setup));
+    out
+}
+
+/// A run whose records hold impossible values of a compared metric: those
+/// statistics are unknown (not computed without the values), so a gate
+/// cannot say there is no regression in them.
+fn impossible_values(a: &Side, b: &Side) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (name, s) in [("A", a), ("B", b)] {
+        if s.refused.is_empty() {
+            continue;
+        }
+        let named: Vec<String> = s
+            .refused
+            .iter()
+            .map(|(m, n)| format!("{} in {n} record(s)", m.tag()))
+            .collect();
+        let most = s.refused.iter().map(|&(_, n)| n).max().unwrap_or(0);
+        out.push(
+            Finding::new(
+                COMPARE_IMPOSSIBLE_VALUES,
+                format!(
+                    "run {name} ({}): its profiling records hold values no AIPerf writes ({}); \
+                     they are kept out, so its statistics of these metrics are over the other \
+                     records only (or none) and no regression in them can be ruled out; audit it \
+                     (`artifact-check {}`)",
+                    s.report.path,
+                    named.join(", "),
+                    s.report.path
+                ),
+            )
+            .file(s.report.path.clone())
+            .effect("records", most as f64, Unit::Count),
+        );
+    }
     out
 }
 

@@ -196,8 +196,10 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
     request_errors(ctx, &mut findings);
     run_completion(ctx, &mut findings);
     let mut compared = Vec::new();
+    let refused = refused_profiling(ctx);
     if let (Some(s), Some(records)) = (run.summary.as_ref(), ctx.records()) {
-        summary_agreement(s, records, &mut findings, &mut compared);
+        summary_agreement(s, records, &refused, &mut findings, &mut compared);
+        findings.extend(unverifiable_by_impossible(s, &refused));
     }
     if let Some(records) = ctx.records() {
         record_sanity(records, &mut findings);
@@ -407,9 +409,71 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1e-9)
 }
 
+/// The metrics with values refused as impossible in profiling records, and
+/// how many: `(metric, records)`.
+fn refused_profiling(ctx: &Ctx) -> Vec<(Metric, u64)> {
+    let Some(read) = ctx.run.records.as_ref() else {
+        return Vec::new();
+    };
+    Metric::ALL
+        .iter()
+        .map(|&m| (m, read.refused_in(m, Phase::Profiling)))
+        .filter(|&(_, n)| n > 0)
+        .collect()
+}
+
+/// One finding for the cause: profiling records hold values no AIPerf
+/// writes (each named by line by the reader), so the summary's statistics
+/// of those metrics, computed with them or from other values, cannot be
+/// verified from the records (kept out of every figure, they are unknown,
+/// not zero).
+fn unverifiable_by_impossible(s: &summary::Summary, refused: &[(Metric, u64)]) -> Option<Finding> {
+    let mut moved = Vec::new();
+    let mut named = Vec::new();
+    for &(metric, n) in refused {
+        let Some(entry) = s.metrics.get(metric.tag()) else {
+            continue;
+        };
+        named.push(format!("{} in {n}", metric.tag()));
+        for stat in QUOTED_STATS {
+            let value = match stat {
+                "avg" => entry.avg,
+                "p50" => entry.p50,
+                "p90" => entry.p90,
+                _ => entry.p99,
+            };
+            if value.is_some() {
+                moved
+                    .push(Moved::new(metric.tag(), stat, value, None).kind(MoveKind::Unverifiable));
+            }
+        }
+    }
+    if moved.is_empty() {
+        return None;
+    }
+    let most = refused.iter().map(|&(_, n)| n).max().unwrap_or(0);
+    Some(
+        Finding::new(
+            reading::IMPOSSIBLE_VALUE,
+            format!(
+                "profiling records hold values no AIPerf writes ({}; each named by line): they \
+                 are kept out of every figure, so {} published statistic(s) of these metrics \
+                 cannot be verified from the records, nor corrected. Publish none of them; find \
+                 what wrote the values, or rerun",
+                named.join(", "),
+                moved.len()
+            ),
+        )
+        .file(records::FILE)
+        .moves_all(moved)
+        .effect("records", most as f64, Unit::Count),
+    )
+}
+
 fn summary_agreement(
     s: &summary::Summary,
     records: &[records::Record],
+    refused: &[(Metric, u64)],
     findings: &mut Vec<Finding>,
     compared: &mut Vec<SummaryComparison>,
 ) {
@@ -440,6 +504,11 @@ fn summary_agreement(
     let counts = count_agreement(s, ok as f64, errors as f64);
     let mut moved = Vec::new();
     for (&metric, mut values) in RECOMPUTED.iter().zip(columns) {
+        // Statistics over what is left of a metric with refused values are
+        // not the summary's: not compared (see `unverifiable_by_impossible`).
+        if refused.iter().any(|&(m, _)| m == metric) {
+            continue;
+        }
         if let Some(entry) = s.metrics.get(metric.tag()) {
             stat_agreement(metric, entry, &mut values, &mut moved, compared);
         }

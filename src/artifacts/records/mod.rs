@@ -481,6 +481,17 @@ pub struct RecordsRead {
     /// the record scanner or serde (for `examples/load_times.rs`: how much of
     /// a file the fast path covers).
     pub through_shapes: u64,
+    /// Values refused as impossible ([`Metric::domain`]), counted by
+    /// metric and phase (every one, listed as a finding or not): the
+    /// statistics of a metric with refused values cannot be recomputed.
+    pub refused: std::collections::BTreeMap<(Metric, Phase), u64>,
+}
+
+impl RecordsRead {
+    /// How many `phase` records had their `metric` refused as impossible.
+    pub fn refused_in(&self, metric: Metric, phase: Phase) -> u64 {
+        self.refused.get(&(metric, phase)).copied().unwrap_or(0)
+    }
 }
 
 /// Reads `path`, which must be a `profile_export.jsonl`.

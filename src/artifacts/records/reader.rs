@@ -7,7 +7,7 @@ use std::io::{self, Read};
 use std::sync::{Mutex, PoisonError};
 
 use super::serde_path::{bad_line_finding, parse_line, LineOutcome, LineText};
-use super::{fast, Metric, Record, RecordsRead, BLOCK_BYTES, FILE, MAX_LINE_BYTES};
+use super::{fast, Metric, Phase, Record, RecordsRead, BLOCK_BYTES, FILE, MAX_LINE_BYTES};
 use crate::findings::{not_listed, reading, Finding, MAX_LISTED};
 
 /// [`read_from`], told the input's size so the record vector is sized once
@@ -152,7 +152,8 @@ impl Merge {
         }
         self.out.records.append(&mut parsed.records);
         self.out.through_shapes += parsed.through_shapes;
-        for (line, m, v, why) in parsed.impossible {
+        for (line, m, v, why, phase) in parsed.impossible {
+            *self.out.refused.entry((m, phase)).or_default() += 1;
             if self.listed_impossible >= MAX_LISTED {
                 self.unlisted_impossible += 1;
                 continue;
@@ -422,13 +423,17 @@ impl<'a> BlockReader<'a> {
 
 /// One block's records and bad lines, in line order, its lines numbered
 /// from 1.
+/// A value refused as impossible: (line within the block, metric, value,
+/// why, the record's phase).
+type Refused = (u64, Metric, f64, &'static str, Phase);
+
 #[derive(Default)]
 struct Parsed {
     records: Vec<Record>,
     bad: Vec<BadLine>,
     /// Values outside their metric's domain, kept out of the records:
-    /// (line within the block, metric, value, why).
-    impossible: Vec<(u64, Metric, f64, &'static str)>,
+    /// (line within the block, metric, value, why, the record's phase).
+    impossible: Vec<Refused>,
     /// Lines in the block.
     lines: u64,
     /// The block's [`Block::skipped_before`].
@@ -439,12 +444,12 @@ struct Parsed {
 
 /// Takes every value outside its metric's domain ([`Metric::domain`]) out
 /// of `r` (absent: unknown, kept out of every figure), noting it.
-fn refuse_impossible(r: &mut Record, line: u64, out: &mut Vec<(u64, Metric, f64, &'static str)>) {
+fn refuse_impossible(r: &mut Record, line: u64, out: &mut Vec<Refused>) {
     for &m in Metric::ALL {
         if let Some(v) = r.values.get(m) {
             if let Some(why) = m.domain().refuses(v) {
                 r.values.set(m, None);
-                out.push((line, m, v, why));
+                out.push((line, m, v, why, r.phase));
             }
         }
     }

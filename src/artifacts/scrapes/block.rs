@@ -91,6 +91,15 @@ pub struct Block {
     /// Families kept, by block id.
     pub families: Vec<String>,
     family_ids: HashMap<String, Option<u32>>,
+    /// Per family kept (block id), the stamp of the last line whose
+    /// families named it ([`Block::family_again`]): a family written twice
+    /// in a line found in constant time, not by a walk of the line's.
+    family_stamp: Vec<u32>,
+    /// The stamp of the line being read.
+    stamp: u32,
+    /// Whether a new family or endpoint was refused at its cap
+    /// ([`super::store::MAX_FAMILIES`], [`super::store::MAX_ENDPOINTS`]).
+    names_over: bool,
     /// Label sets, by block id.
     pub labels: Vec<Labels>,
     label_texts: HashMap<Vec<u8>, u32>,
@@ -195,6 +204,7 @@ impl Block {
         self.slots.clear();
         self.scanned = 0;
         self.over_cap = None;
+        self.names_over = false;
     }
 
     /// Forgets the interned names, the shapes and the merge's map.
@@ -203,6 +213,8 @@ impl Block {
         self.endpoint_ids.clear();
         self.families.clear();
         self.family_ids.clear();
+        self.family_stamp.clear();
+        self.names_over = false;
         self.labels.clear();
         self.label_texts.clear();
         self.bounds.clear();
@@ -282,15 +294,20 @@ impl Block {
         self.series_ids.len()
     }
 
-    /// The endpoint's block id.
-    pub fn endpoint(&mut self, url: &str) -> u32 {
+    /// The endpoint's block id; `None` past [`super::store::MAX_ENDPOINTS`]
+    /// (the block stops at this line: [`Block::names_full`]).
+    pub fn endpoint(&mut self, url: &str) -> Option<u32> {
         if let Some(id) = self.endpoint_ids.get(url) {
-            return *id;
+            return Some(*id);
+        }
+        if self.endpoints.len() >= super::store::MAX_ENDPOINTS {
+            self.names_over = true;
+            return None;
         }
         let id = self.endpoints.len() as u32;
         self.endpoints.push(url.to_string());
         self.endpoint_ids.insert(url.to_string(), id);
-        id
+        Some(id)
     }
 
     /// The family's block id, `None` when it is not kept.
@@ -298,8 +315,20 @@ impl Block {
         if let Some(id) = self.family_ids.get(name) {
             return *id;
         }
-        let id = interest.keeps(name).then(|| {
+        let keeps = interest.keeps(name);
+        if !keeps && self.family_ids.len() >= KEPT_NAMES {
+            // Ever-new names of families not read: asked again, not held.
+            return None;
+        }
+        if keeps && self.families.len() >= super::store::MAX_FAMILIES {
+            // Ever-new families: refused, and the block stops at this line
+            // ([`Block::names_full`]).
+            self.names_over = true;
+            return None;
+        }
+        let id = keeps.then(|| {
             self.families.push(name.to_string());
+            self.family_stamp.push(0);
             self.families.len() as u32 - 1
         });
         self.family_ids.insert(name.to_string(), id);
@@ -311,9 +340,31 @@ impl Block {
         self.label_texts.get(text).copied()
     }
 
-    /// Whether the block holds as many label sets as the file may.
-    pub fn labels_full(&self) -> bool {
-        self.labels.len() >= super::store::MAX_LABEL_SETS
+    /// Whether the block holds as many label sets as the file may, or
+    /// refused a family or an endpoint past its cap: the block stops at
+    /// the line being read.
+    pub fn names_full(&self) -> bool {
+        self.labels.len() >= super::store::MAX_LABEL_SETS || self.names_over
+    }
+
+    /// Starts a line's families: [`Block::family_again`] from here on
+    /// tells the families this line named.
+    pub fn new_line_families(&mut self) {
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            // Wrapped: the old stamps could match again.
+            self.family_stamp.iter_mut().for_each(|s| *s = 0);
+            self.stamp = 1;
+        }
+    }
+
+    /// Whether kept family `fam` was already named in this line (since
+    /// [`Block::new_line_families`]); marks it named.
+    pub fn family_again(&mut self, fam: u32) -> bool {
+        let s = &mut self.family_stamp[fam as usize];
+        let again = *s == self.stamp;
+        *s = self.stamp;
+        again
     }
 
     /// Interns a label set written as `text` (`None`: not by its text).

@@ -571,11 +571,11 @@ fn read_block(chunk: &Chunk, interest: &Interest, b: &mut Block) {
             .and_then(|line| scan::read_scanned(line, no, b, interest));
         if fast.is_none() {
             b.rewind(mark);
-            if !b.labels_full() {
+            if !b.names_full() {
                 reference::read_line(raw, no, terminated, b, interest);
             }
         }
-        if b.labels_full() {
+        if b.names_full() {
             // Ever-new label sets: the rest of the chunk is not read (the
             // merge refuses the block, naming where), so a block's memory
             // follows the cap, not a line of a million sets.
@@ -628,19 +628,28 @@ impl Merge {
             });
         }
         if self.full || b.over_cap.is_some() || !out.store.fits(b) {
-            // The block's first line read (or where it stopped).
+            // The block's first line read (or where it stopped): the block
+            // is refused whole; the line that passed a cap, when known.
             let first = b.scrapes.first().map(|s| s.line).or(b.over_cap);
             if let Some(first) = first.filter(|_| !self.full) {
+                let at = b.over_cap.unwrap_or(first);
+                let lost = if at == first {
+                    "this line and the rest of the file are not read".to_string()
+                } else {
+                    format!("the file is not read from line {} on", base + first)
+                };
                 let text = format!(
-                    "line {}: more samples (2^32) or distinct label sets ({}) than the reader holds; this \
-                     line and the rest of the file are not read",
-                    base + first,
-                    store::MAX_LABEL_SETS
+                    "line {}: more samples (2^32), distinct label sets ({}), families ({}) or \
+                     endpoints ({}) than the reader holds; {lost}",
+                    base + at,
+                    store::MAX_LABEL_SETS,
+                    store::MAX_FAMILIES,
+                    store::MAX_ENDPOINTS
                 );
                 out.findings.push(
                     Finding::new(reading::UNREADABLE_FILE, text)
                         .file(FILE)
-                        .line(base + first),
+                        .line(base + at),
                 );
             }
             self.full = true;
@@ -845,7 +854,7 @@ mod tests {
     }
 
     #[test]
-    fn a_block_stops_at_the_label_set_cap_and_forgets_its_names_past_theirs() {
+    fn a_block_stops_at_the_label_set_and_family_caps_and_forgets_its_names_past_theirs() {
         // Every line a new label set: the block stops at the line that
         // reaches the file's cap (the store holds fewer), holding no more.
         let line = |i: u64, family: &str, id: u64| {
@@ -868,10 +877,30 @@ mod tests {
             .map(|l| format!("{l}\n"))
             .collect();
         assert_agrees(held.as_bytes());
-        // Ever-new series of one label set: the block's names are dropped
-        // once they pass theirs.
-        let text: String = (0..block::KEPT_NAMES as u64 + 50)
+        // Ever-new families: the same, at the families' cap.
+        let text: String = (0..store::MAX_FAMILIES as u64 + 50)
             .map(|i| line(i, &format!("c{i}"), 0))
+            .collect();
+        let mut b = Block::default();
+        read_block(&Chunk::Lines(text.as_bytes().to_vec()), &interest, &mut b);
+        assert_eq!(b.families.len(), store::MAX_FAMILIES);
+        assert_eq!(b.over_cap, Some(store::MAX_FAMILIES as u64 + 1));
+        // And at the endpoints' cap.
+        let text: String = (0..store::MAX_ENDPOINTS as u64 + 50)
+            .map(|i| line(i, "c", 0).replace("\"u\"", &format!("\"u{i}\"")))
+            .collect();
+        let mut b = Block::default();
+        read_block(&Chunk::Lines(text.as_bytes().to_vec()), &interest, &mut b);
+        assert_eq!(b.endpoints.len(), store::MAX_ENDPOINTS);
+        assert_eq!(b.over_cap, Some(store::MAX_ENDPOINTS as u64 + 1));
+        // Ever-new series of one label set (each pair of a thousand
+        // endpoints and a few families once): the block's names are
+        // dropped once they pass theirs.
+        let text: String = (0..block::KEPT_NAMES as u64 + 50)
+            .map(|i| {
+                line(i, &format!("c{}", i / 1000), 0)
+                    .replace("\"u\"", &format!("\"u{}\"", i % 1000))
+            })
             .collect();
         let mut b = Block::default();
         read_block(&Chunk::Lines(text.as_bytes().to_vec()), &interest, &mut b);

@@ -94,15 +94,22 @@ pub fn read_line(text: &[u8], line: u64, terminated: bool, block: &mut Block, in
 /// Adds a scrape read by serde (families in name order, as the map
 /// holds them; the gauges the checks do not read dropped).
 fn push_raw(block: &mut Block, s: RawScrape, line: u64, interest: &Interest) {
-    let endpoint = block.endpoint(&s.endpoint_url);
+    let Some(endpoint) = block.endpoint(&s.endpoint_url) else {
+        // Past the endpoints' cap: the block stops at this line.
+        return;
+    };
     let first_group = block.groups.len() as u32;
     for (name, samples) in s.metrics {
         let Some(fam) = block.family(&name, interest) else {
+            if block.names_full() {
+                // Past the families' cap: the block stops at this line.
+                return;
+            }
             continue;
         };
         let start = block.rows.len() as u32;
         for x in samples {
-            if block.labels_full() {
+            if block.names_full() {
                 // Past the cap: the block stops at this line.
                 return;
             }

@@ -387,7 +387,7 @@ fn scan_line(line: &str, no: u64, block: &mut Block, interest: &Interest) -> Opt
     if c.i != c.b.len() {
         return None;
     }
-    let endpoint = block.endpoint(endpoint?);
+    let endpoint = block.endpoint(endpoint?)?;
     block.scrapes.push(LineScrape {
         line: no,
         endpoint,
@@ -423,11 +423,12 @@ fn families<'a>(
     interest: &Interest,
     les: &mut Vec<&'a str>,
 ) -> Option<()> {
-    let first = block.groups.len();
+    block.new_line_families();
     c.fields(|c, name| {
         let fam = block.family(name, interest);
-        // A family written twice: serde keeps the last; left to it.
-        if fam.is_some_and(|f| block.groups[first..].iter().any(|g| g.0 == f)) {
+        // A family written twice: serde keeps the last; left to it. Past
+        // the families' cap the line is not read (the block stops here).
+        if fam.is_some_and(|f| block.family_again(f)) || block.names_full() {
             return None;
         }
         let start = block.rows.len() as u32;
@@ -507,7 +508,7 @@ fn label_set(c: &mut Cursor, block: &mut Block) -> Option<u32> {
     if let Some(id) = block.labels_seen(text) {
         return Some(id);
     }
-    if block.labels_full() {
+    if block.names_full() {
         // Past the cap the line is not read (the block stops here).
         return None;
     }

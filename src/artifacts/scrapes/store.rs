@@ -61,6 +61,17 @@ const LABEL_IDS: usize = 1 << FLAGS_SHIFT;
 /// memory follows this cap, not the file.
 pub const MAX_LABEL_SETS: usize = 1 << 14;
 
+/// The most distinct families (of those the checks read) one file's
+/// scrapes are read with: real servers expose tens to a few hundred; past
+/// it, as past [`MAX_LABEL_SETS`], the file stops being read, with a
+/// finding.
+pub const MAX_FAMILIES: usize = 1 << 14;
+
+/// The most distinct endpoints one file's scrapes are read with: a run
+/// scrapes the endpoints its command names (a handful; a large
+/// disaggregated deployment, tens); past it, as past [`MAX_LABEL_SETS`].
+pub const MAX_ENDPOINTS: usize = 1 << 10;
+
 /// A record's first byte: which parts follow.
 const REC_SUM: u8 = 1;
 const REC_WHOLE: u8 = 2;
@@ -320,6 +331,9 @@ impl Store {
         self.a.len() + b.rows.len() < limit
             && self.labels.all.len() + b.labels.len() - b.to_file.labels.len()
                 < LABEL_IDS.min(MAX_LABEL_SETS)
+            && self.families.all.len() + b.families.len() - b.to_file.families.len() <= MAX_FAMILIES
+            && self.endpoints.all.len() + b.endpoints.len() - b.to_file.endpoints.len()
+                <= MAX_ENDPOINTS
             && self.layouts.all.len() + b.layouts.len() < limit
             && self.arena.len() + b.arena.len() < limit
     }
