@@ -651,6 +651,25 @@ fn a_histogram_of_100k_buckets_is_audited() {
     assert_eq!(v["runs"][0]["status"], clean["status"]);
 }
 
+/// Group 2: a histogram of more buckets than `MAX_BUCKETS` (131,072) in a
+/// series stops the raw scrapes being read, with a finding naming the cap
+/// (before: no finding, 1.35 s and 893 MB for 200k buckets, 225 MB).
+#[test]
+fn a_histogram_past_the_bucket_cap_is_named() {
+    let (_dir, run) = copy_run("clean");
+    with_buckets(&run, 200_000);
+    let (v, code) = json_of(&run);
+    assert_eq!(code, 1, "{v}");
+    let capped = findings(&v).into_iter().any(|f| {
+        f["file"] == "server_metrics_export.jsonl"
+            && f["code"] == "unreadable-file"
+            && f["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("buckets (131072 in a series"))
+    });
+    assert!(capped, "{v}");
+}
+
 /// Group 3: a run folder named like a workflow command never starts a line
 /// of any format but GitHub's (whose annotations encode it).
 #[test]

@@ -97,9 +97,12 @@ pub struct Block {
     family_stamp: Vec<u32>,
     /// The stamp of the line being read.
     stamp: u32,
-    /// Whether a new family or endpoint was refused at its cap
-    /// ([`super::store::MAX_FAMILIES`], [`super::store::MAX_ENDPOINTS`]).
+    /// Whether a new family, endpoint or bounds set was refused at its cap
+    /// ([`super::store::MAX_FAMILIES`], [`super::store::MAX_ENDPOINTS`],
+    /// [`super::store::MAX_BUCKETS`], [`super::store::MAX_BOUND_TEXTS`]).
     names_over: bool,
+    /// The bounds of every set in `bounds`, together.
+    bound_texts: usize,
     /// Label sets, by block id.
     pub labels: Vec<Labels>,
     label_texts: HashMap<Vec<u8>, u32>,
@@ -219,6 +222,7 @@ impl Block {
         self.label_texts.clear();
         self.bounds.clear();
         self.bounds_ids.clear();
+        self.bound_texts = 0;
         self.layouts.clear();
         self.layout_ids.clear();
         self.last_bounds.clear();
@@ -379,7 +383,7 @@ impl Block {
 
     /// The block id of a bounds vector; `None` when a bound is written
     /// twice (serde's map keeps the last count; the scanner leaves it to
-    /// serde).
+    /// serde), or past the buckets' caps ([`Block::names_full`]).
     pub fn bounds_id(&mut self, family: u32, les: &[&str]) -> Option<u32> {
         let f = family as usize;
         if self.last_bounds.len() <= f {
@@ -393,9 +397,18 @@ impl Block {
                 return Some(last);
             }
         }
+        if les.len() > super::store::MAX_BUCKETS {
+            // Past the cap the line is not read (the block stops here).
+            self.names_over = true;
+            return None;
+        }
         let key: Vec<String> = les.iter().map(|s| s.to_string()).collect();
         let id = match self.bounds_ids.get(&key) {
             Some(id) => *id,
+            None if self.bound_texts + les.len() > super::store::MAX_BOUND_TEXTS => {
+                self.names_over = true;
+                return None;
+            }
             None => {
                 let mut sorted: Vec<&String> = key.iter().collect();
                 sorted.sort_unstable();
@@ -403,6 +416,7 @@ impl Block {
                     return None;
                 }
                 let id = self.bounds.len() as u32;
+                self.bound_texts += les.len();
                 self.bounds.push(key.clone());
                 self.bounds_ids.insert(key, id);
                 id

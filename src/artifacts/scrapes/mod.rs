@@ -639,12 +639,15 @@ impl Merge {
                     format!("the file is not read from line {} on", base + first)
                 };
                 let text = format!(
-                    "line {}: more samples (2^32), distinct label sets ({}), families ({}) or \
-                     endpoints ({}) than the reader holds; {lost}",
+                    "line {}: more samples (2^32), distinct label sets ({}), families ({}), \
+                     endpoints ({}) or buckets ({} in a series, {} in all bounds sets) than the \
+                     reader holds; {lost}",
                     base + at,
                     store::MAX_LABEL_SETS,
                     store::MAX_FAMILIES,
-                    store::MAX_ENDPOINTS
+                    store::MAX_ENDPOINTS,
+                    store::MAX_BUCKETS,
+                    store::MAX_BOUND_TEXTS
                 );
                 out.findings.push(
                     Finding::new(reading::UNREADABLE_FILE, text)
@@ -907,6 +910,32 @@ mod tests {
         assert_eq!(b.over_cap, None);
         b.reset();
         assert!(b.labels.is_empty() && b.shapes.is_empty());
+    }
+
+    #[test]
+    fn bucket_bounds_stop_the_block_at_their_caps() {
+        // One series' row past MAX_BUCKETS.
+        let texts: Vec<String> = (0..=store::MAX_BUCKETS).map(|i| i.to_string()).collect();
+        let les: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mut b = Block::default();
+        assert!(b.bounds_id(0, &les[..store::MAX_BUCKETS]).is_some());
+        assert!(!b.names_full());
+        assert_eq!(b.bounds_id(1, &les), None);
+        assert!(b.names_full());
+        // Ever-new bounds sets: refused once they would pass MAX_BOUND_TEXTS.
+        let per = 1 << 14;
+        let sets = store::MAX_BOUND_TEXTS / per;
+        let texts: Vec<String> = (0..(sets + 1) * per).map(|i| i.to_string()).collect();
+        let les: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mut b = Block::default();
+        for set in les.chunks(per).take(sets) {
+            assert!(b.bounds_id(0, set).is_some());
+        }
+        assert!(!b.names_full());
+        assert_eq!(b.bounds_id(0, &les[sets * per..]), None);
+        assert!(b.names_full());
+        // A set seen before is still found.
+        assert!(b.bounds_id(0, &les[..per]).is_some());
     }
 
     #[test]

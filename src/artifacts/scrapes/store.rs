@@ -72,6 +72,15 @@ pub const MAX_FAMILIES: usize = 1 << 14;
 /// disaggregated deployment, tens); past it, as past [`MAX_LABEL_SETS`].
 pub const MAX_ENDPOINTS: usize = 1 << 10;
 
+/// The most buckets one series' row is read with (real histograms have
+/// tens); a 100k-bucket histogram is still audited.
+pub const MAX_BUCKETS: usize = 1 << 17;
+
+/// The most bucket bounds one file's distinct bounds sets hold together:
+/// ever-new bucket layouts stop being read there, as past
+/// [`MAX_LABEL_SETS`].
+pub const MAX_BOUND_TEXTS: usize = 1 << 21;
+
 /// A record's first byte: which parts follow.
 const REC_SUM: u8 = 1;
 const REC_WHOLE: u8 = 2;
@@ -108,6 +117,8 @@ pub struct Store {
     labels: Interned<Labels>,
     bounds: Vec<Vec<Option<f64>>>,
     bounds_ids: HashMap<Vec<String>, u32>,
+    /// The bounds of every set in `bounds`, together.
+    bound_texts: usize,
     layouts: Interned<Layout>,
     /// Per row: the count where there is one, else the value (0 without).
     a: Vec<f64>,
@@ -334,6 +345,11 @@ impl Store {
             && self.families.all.len() + b.families.len() - b.to_file.families.len() <= MAX_FAMILIES
             && self.endpoints.all.len() + b.endpoints.len() - b.to_file.endpoints.len()
                 <= MAX_ENDPOINTS
+            && self.bound_texts
+                + (b.bounds[b.to_file.bounds.len()..].iter())
+                    .map(Vec::len)
+                    .sum::<usize>()
+                <= MAX_BOUND_TEXTS
             && self.layouts.all.len() + b.layouts.len() < limit
             && self.arena.len() + b.arena.len() < limit
     }
@@ -365,6 +381,7 @@ impl Store {
         for les in &b.bounds[map.bounds.len()..] {
             map.bounds
                 .push(intern(&mut self.bounds_ids, les.clone(), |les| {
+                    self.bound_texts += les.len();
                     let values = les.iter().map(|le| crate::stats::le_value(le)).collect();
                     self.bounds.push(values);
                     self.bounds.len() - 1
