@@ -319,8 +319,14 @@ impl<'a> Split<'a> {
         let mut split = Split {
             all: 0,
             steady: 0,
-            values_all: vec![Vec::new(); METRICS.len()],
-            values_steady: vec![Vec::new(); METRICS.len()],
+            // Sized for every record up front (reserved, not touched):
+            // grown by doubling they would be copied at every step.
+            values_all: (METRICS.iter())
+                .map(|_| Vec::with_capacity(records.len()))
+                .collect(),
+            values_steady: (METRICS.iter())
+                .map(|_| Vec::with_capacity(records.len()))
+                .collect(),
             wave: pick(&st.wave),
             tail: pick(&st.tail),
             first_start: None,
