@@ -35,7 +35,7 @@ use serde::Serialize;
 use super::connection::arrival_ns;
 use crate::artifacts::records::{Metric, Phase, Record};
 use crate::config::SteadySettings;
-use crate::stats::median_of;
+use crate::stats::percentiles_of;
 
 /// A wave request is more than this many robust standard deviations above
 /// the steady median (on the log scale).
@@ -98,10 +98,27 @@ fn server_ms(r: &Record, basis: Metric) -> Option<f64> {
 }
 
 /// Median and robust standard deviation of `x`.
+#[cfg(test)]
 fn robust(x: &[f64]) -> (f64, f64) {
-    let median = |v: &mut dyn Iterator<Item = f64>| median_of(v).unwrap_or(f64::NAN);
-    let m = median(&mut x.iter().copied());
-    (m, MAD_SCALE * median(&mut x.iter().map(|v| (v - m).abs())))
+    robust_in(&mut Vec::new(), x)
+}
+
+/// [`robust`], selecting in `scratch` (reused from call to call: the wave's
+/// medians allocate, and fault in, one buffer, not one each).
+fn robust_in(scratch: &mut Vec<f64>, x: &[f64]) -> (f64, f64) {
+    let m = median_in(scratch, x.iter().copied());
+    (
+        m,
+        MAD_SCALE * median_in(scratch, x.iter().map(|v| (v - m).abs())),
+    )
+}
+
+/// The median of the finite values of `x` ([`crate::stats::median_of`]),
+/// selected in `scratch`; NaN when there are none.
+fn median_in(scratch: &mut Vec<f64>, x: impl Iterator<Item = f64>) -> f64 {
+    scratch.clear();
+    scratch.extend(x.filter(|v| v.is_finite()));
+    percentiles_of(scratch, [50.0])[0].unwrap_or(f64::NAN)
 }
 
 /// The prefix length `m` in `1..=n/2` that minimises the squared deviation
@@ -206,12 +223,14 @@ struct Walk {
 
 impl Walk {
     fn of(records: &[Record]) -> Walk {
+        // Reserved for every record (not touched beyond what is pushed):
+        // grown by doubling they were copied at every step.
         let mut w = Walk {
-            requests: Vec::new(),
+            requests: Vec::with_capacity(records.len()),
             with_ttft: 0,
             with_latency: 0,
-            starts: Vec::new(),
-            ends: Vec::new(),
+            starts: Vec::with_capacity(records.len()),
+            ends: Vec::with_capacity(records.len()),
         };
         for (i, r) in records.iter().enumerate() {
             if r.phase != Phase::Profiling {
@@ -247,8 +266,9 @@ fn wave(valued: &[(usize, f64, u64)], s: &SteadySettings, st: &mut SteadyState) 
     let Some(m) = change_point(&x) else {
         return;
     };
-    let (rest_median, rest_sd) = robust(&x[m..]);
-    let (head_median, _) = robust(&x[..m]);
+    let mut scratch = Vec::with_capacity(x.len());
+    let (rest_median, rest_sd) = robust_in(&mut scratch, &x[m..]);
+    let head_median = median_in(&mut scratch, x[..m].iter().copied());
     let bar = s.wave_ratio.max(1.0).ln().max(ROBUST_Z * rest_sd);
     st.steady_median_ms = Some(rest_median.exp());
     if head_median - rest_median < bar || head_median <= rest_median {
@@ -259,9 +279,9 @@ fn wave(valued: &[(usize, f64, u64)], s: &SteadySettings, st: &mut SteadyState) 
     };
     st.wave = valued[..=end].iter().map(|v| v.0).collect();
     st.wave.sort_unstable();
-    let (wave_median, _) = robust(&x[..=end]);
+    let wave_median = median_in(&mut scratch, x[..=end].iter().copied());
     st.wave_median_ms = Some(wave_median.exp());
-    st.steady_median_ms = Some(robust(&x[end + 1..]).0.exp());
+    st.steady_median_ms = Some(median_in(&mut scratch, x[end + 1..].iter().copied()).exp());
     st.wave_end_ns = valued.get(end + 1).map(|v| v.2);
 }
 
