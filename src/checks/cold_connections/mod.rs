@@ -201,7 +201,7 @@ impl Columns {
             all: Vec::with_capacity(n),
             warm: Vec::with_capacity(n),
             cold: Vec::with_capacity(n),
-            unconnected: Vec::new(),
+            unconnected: Vec::with_capacity(n),
         }
     }
 
@@ -252,7 +252,7 @@ impl<'a> Walk<'a> {
             profiling: Counts::default(),
             warmup: Counts::default(),
             cold_request_ids: Vec::new(),
-            cold: Vec::new(),
+            cold: Vec::with_capacity(records.len()),
             // Sized for every record up front: grown by doubling, they would
             // be copied and their pages touched again at every step.
             columns: KEY_METRICS
