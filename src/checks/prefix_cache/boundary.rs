@@ -27,41 +27,69 @@ fn shortest_run<'a>(
     latest_first: bool,
     target: f64,
 ) -> Option<Vec<&'a Record>> {
-    // Only the first 64 in order matter: keep them in one pass over the
-    // records (ties broken by line, as a stable sort of the file order
-    // would), then sort those. A record's rank is unique: lines are.
+    let mut firsts = Firsts::new(key, latest_first);
+    for r in rs {
+        firsts.offer(r);
+    }
+    firsts.shortest_run(target)
+}
+
+/// The first records in one order, kept as they are offered: what
+/// [`shortest_run`] reads, so that several orders are kept in one walk.
+struct Firsts<'a> {
+    key: fn(&Record) -> u64,
+    latest_first: bool,
+    kept: Vec<((u64, u64), &'a Record)>,
+    worst_kept: Option<(u64, u64)>,
+}
+
+impl<'a> Firsts<'a> {
+    /// Only the first 64 in order matter: they are kept in one pass over
+    /// the records (ties broken by line, as a stable sort of the file order
+    /// would), then sorted. A record's rank is unique: lines are.
     const FIRST: usize = 64;
-    let rank = |r: &Record| {
-        let (k, line) = (key(r), r.line);
-        if latest_first {
+
+    fn new(key: fn(&Record) -> u64, latest_first: bool) -> Firsts<'a> {
+        Firsts {
+            key,
+            latest_first,
+            kept: Vec::with_capacity(2 * Self::FIRST),
+            worst_kept: None,
+        }
+    }
+
+    fn offer(&mut self, r: &'a Record) {
+        let (k, line) = ((self.key)(r), r.line);
+        let k = if self.latest_first {
             (!k, !line)
         } else {
             (k, line)
+        };
+        if self.worst_kept.is_some_and(|w| k > w) {
+            return;
         }
-    };
-    let mut kept: Vec<((u64, u64), &Record)> = Vec::with_capacity(2 * FIRST);
-    let mut worst_kept: Option<(u64, u64)> = None;
-    for r in rs {
-        let k = rank(r);
-        if worst_kept.is_some_and(|w| k > w) {
-            continue;
-        }
-        kept.push((k, r));
-        if kept.len() == 2 * FIRST {
-            kept.select_nth_unstable_by_key(FIRST - 1, |e| e.0);
-            kept.truncate(FIRST);
-            worst_kept = Some(kept[FIRST - 1].0);
+        self.kept.push((k, r));
+        if self.kept.len() == 2 * Self::FIRST {
+            self.kept
+                .select_nth_unstable_by_key(Self::FIRST - 1, |e| e.0);
+            self.kept.truncate(Self::FIRST);
+            self.worst_kept = Some(self.kept[Self::FIRST - 1].0);
         }
     }
-    kept.sort_unstable_by_key(|e| e.0);
-    let mut total = 0.0;
-    for (i, (_, r)) in kept.iter().enumerate().take(FIRST) {
-        total += r.values.get(Metric::UsagePromptTokens)?;
-        if (total - target).abs() < 0.5 {
-            return Some(kept[..=i].iter().map(|e| e.1).collect());
+
+    /// The shortest run of the first records, in order, whose prompt tokens
+    /// sum to `target`.
+    fn shortest_run(mut self, target: f64) -> Option<Vec<&'a Record>> {
+        self.kept.sort_unstable_by_key(|e| e.0);
+        let mut total = 0.0;
+        for (i, (_, r)) in self.kept.iter().enumerate().take(Self::FIRST) {
+            total += r.values.get(Metric::UsagePromptTokens)?;
+            if (total - target).abs() < 0.5 {
+                return Some(self.kept[..=i].iter().map(|e| e.1).collect());
+            }
         }
+        None
     }
-    None
 }
 
 /// The requests whose prompt tokens account for a server/client difference
@@ -99,24 +127,31 @@ pub fn boundary_requests(
             how,
             requests,
         })
-    } else if let Some(requests) = shortest_run(
-        // Only requests that reached the server while the warmup window
-        // was open can have been counted in it; in the order the server saw
-        // them (a cold request arrives a connect later than it started).
-        succ(Phase::Profiling).filter(|r| warmup_end_ns.is_none_or(|we| arrival_ns(r) < we)),
-        arrival_ns,
-        false,
-        diff.abs(),
-    ) {
-        Some(Crossing {
-            phase: Phase::Profiling,
-            how: "were the first to reach the server in profiling, counted before the warmup \
-                  window closed"
-                .into(),
-            requests,
-        })
     } else {
-        let requests = find(succ(Phase::Profiling), |r| r.request_end_ns, true)?;
+        // Both orders of the profiling requests kept in one walk: the
+        // first to reach the server, else the last to finish.
+        let mut by_arrival = Firsts::new(arrival_ns, false);
+        let mut by_end = Firsts::new(|r| r.request_end_ns, true);
+        for r in succ(Phase::Profiling) {
+            // Only requests that reached the server while the warmup window
+            // was open can have been counted in it; in the order the server
+            // saw them (a cold request arrives a connect later than it
+            // started).
+            if warmup_end_ns.is_none_or(|we| arrival_ns(r) < we) {
+                by_arrival.offer(r);
+            }
+            by_end.offer(r);
+        }
+        if let Some(requests) = by_arrival.shortest_run(diff.abs()) {
+            return Some(Crossing {
+                phase: Phase::Profiling,
+                how: "were the first to reach the server in profiling, counted before the \
+                      warmup window closed"
+                    .into(),
+                requests,
+            });
+        }
+        let requests = by_end.shortest_run(diff.abs())?;
         Some(Crossing {
             phase: Phase::Profiling,
             how: "were the last to finish in profiling, after the final scrape".into(),
