@@ -74,15 +74,6 @@ struct Side {
     setup: Setup,
 }
 
-/// The compared metrics with values refused as impossible in profiling
-/// records, and how many.
-fn refused(read: &crate::artifacts::records::RecordsRead) -> Vec<(Metric, u64)> {
-    (METRICS.iter())
-        .map(|&m| (m, read.refused_in(m, Phase::Profiling)))
-        .filter(|&(_, n)| n > 0)
-        .collect()
-}
-
 fn side(dir: &Path, settings: &Settings, ex: Exclusions) -> Result<Side, String> {
     // Read once: audited, then its records cleaned.
     let run = crate::artifacts::load(dir);
@@ -95,7 +86,9 @@ fn side(dir: &Path, settings: &Settings, ex: Exclusions) -> Result<Side, String>
         &crate::RunOptions::default(),
         &[],
     );
-    let refused = run.records.as_ref().map(refused).unwrap_or_default();
+    let refused = (run.records.as_ref())
+        .map(|r| r.refused_in_profiling(METRICS))
+        .unwrap_or_default();
     let records = run.records.map(|r| r.records).ok_or_else(|| {
         format!(
             "{}: {} could not be read: a comparison needs the per-request records",

@@ -17,14 +17,9 @@ fn close(a: f64, b: f64) -> bool {
 /// The metrics with values refused as impossible in profiling records, and
 /// how many: `(metric, records)`.
 pub(super) fn refused_profiling(ctx: &Ctx) -> Vec<(Metric, u64)> {
-    let Some(read) = ctx.run.records.as_ref() else {
-        return Vec::new();
-    };
-    Metric::ALL
-        .iter()
-        .map(|&m| (m, read.refused_in(m, Phase::Profiling)))
-        .filter(|&(_, n)| n > 0)
-        .collect()
+    (ctx.run.records.as_ref())
+        .map(|read| read.refused_in_profiling(Metric::ALL))
+        .unwrap_or_default()
 }
 
 /// One finding for the cause: profiling records hold values no AIPerf
