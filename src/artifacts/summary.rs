@@ -149,6 +149,18 @@ fn kind(v: &Value) -> &'static str {
 }
 
 impl MetricEntry {
+    /// The quoted statistic named as AIPerf names it (`avg`, `p50`, `p90`,
+    /// `p99`; anything else is `None`).
+    pub fn quoted(&self, stat: &str) -> Option<f64> {
+        match stat {
+            "avg" => self.avg,
+            "p50" => self.p50,
+            "p90" => self.p90,
+            "p99" => self.p99,
+            _ => None,
+        }
+    }
+
     /// The entry at `path` read statistic by statistic: one of the wrong
     /// type is left out and becomes a problem, the others are kept.
     fn read(path: &str, v: &Value, problems: &mut Vec<ParseError>) -> Option<MetricEntry> {

@@ -39,12 +39,7 @@ pub(super) fn unverifiable_by_impossible(
         };
         named.push(format!("{} in {n}", metric.tag()));
         for stat in QUOTED_STATS {
-            let value = match stat {
-                "avg" => entry.avg,
-                "p50" => entry.p50,
-                "p90" => entry.p90,
-                _ => entry.p99,
-            };
+            let value = entry.quoted(stat);
             if value.is_some() {
                 moved
                     .push(Moved::new(metric.tag(), stat, value, None).kind(MoveKind::Unverifiable));

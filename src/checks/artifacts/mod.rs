@@ -81,12 +81,7 @@ fn summary_figures(
             continue;
         };
         for stat in QUOTED_STATS {
-            let value = match stat {
-                "avg" => entry.avg,
-                "p50" => entry.p50,
-                "p90" => entry.p90,
-                _ => entry.p99,
-            };
+            let value = entry.quoted(stat);
             let checked = compared
                 .iter()
                 .any(|c| c.metric == *metric && c.stat.as_str() == stat);
