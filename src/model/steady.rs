@@ -319,10 +319,10 @@ fn tail(order: &[Request], records: usize, st: &mut SteadyState) {
 
 /// In flight: the peak, and the count when the last request was sent.
 fn load(mut starts: Vec<u64>, mut ends: Vec<u64>, st: &mut SteadyState) {
-    // Each in time order (the file is close to end order, which the stable
-    // sort's runs use), then walked together.
-    starts.sort();
-    ends.sort();
+    // Each in time order, then walked together (plain integers: an
+    // unstable sort gives the same vector, faster than the stable one).
+    starts.sort_unstable();
+    ends.sort_unstable();
     let drain = starts.last().copied();
     let (mut now, mut peak, mut at_drain) = (0_i64, 0_i64, 0_i64);
     let (mut s, mut e) = (0, 0);
