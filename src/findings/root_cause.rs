@@ -65,7 +65,8 @@ pub enum MoveKind {
     Bias,
     /// The file disagrees with its own records: `corrected` is what they give.
     Disagrees,
-    /// The figure cannot be verified (its records are incomplete).
+    /// The figure cannot be verified from its records (they are not the
+    /// run the file is over, or hold values no producer writes).
     Unverifiable,
 }
 

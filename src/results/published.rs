@@ -238,7 +238,7 @@ fn verdict(
     } else if let Some((f, _)) = of_kind(MoveKind::Unverifiable) {
         p.verdict = Verdict::CannotTell;
         p.reason = Some(format!(
-            "its records are incomplete ({}), so it cannot be verified",
+            "its records cannot verify it ({}: see that finding)",
             f.code.as_str()
         ));
     } else if !moves.is_empty() {
