@@ -67,7 +67,8 @@ pub struct Options {
 struct Side {
     report: crate::RunReport,
     /// Compared metrics with values refused as impossible in profiling
-    /// records, and how many: their statistics are not computed.
+    /// records, and how many: their statistics are over the other records
+    /// only.
     refused: Vec<(Metric, u64)>,
     kept: Vec<Record>,
     window: Option<(u64, u64)>,

@@ -69,8 +69,15 @@ pub fn percentiles_of<const N: usize>(values: &mut [f64], qs: [f64; N]) -> [Opti
 
 /// The median of the finite values of `values` (numpy's), by selection.
 pub fn median_of(values: impl IntoIterator<Item = f64>) -> Option<f64> {
-    let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
-    percentiles_of(&mut v, [50.0])[0]
+    median_in(&mut Vec::new(), values)
+}
+
+/// [`median_of`], selecting in `scratch` (cleared first): a caller taking
+/// many medians allocates, and faults in, one buffer, not one each.
+pub fn median_in(scratch: &mut Vec<f64>, values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    scratch.clear();
+    scratch.extend(values.into_iter().filter(|x| x.is_finite()));
+    percentiles_of(scratch, [50.0])[0]
 }
 
 /// Sorts finite values ascending (non-finite values are dropped).

@@ -35,7 +35,6 @@ use serde::Serialize;
 use super::connection::arrival_ns;
 use crate::artifacts::records::{Metric, Phase, Record};
 use crate::config::SteadySettings;
-use crate::stats::percentiles_of;
 
 /// A wave request is more than this many robust standard deviations above
 /// the steady median (on the log scale).
@@ -113,12 +112,9 @@ fn robust_in(scratch: &mut Vec<f64>, x: &[f64]) -> (f64, f64) {
     )
 }
 
-/// The median of the finite values of `x` ([`crate::stats::median_of`]),
-/// selected in `scratch`; NaN when there are none.
+/// [`crate::stats::median_in`]; NaN when `x` has no finite value.
 fn median_in(scratch: &mut Vec<f64>, x: impl Iterator<Item = f64>) -> f64 {
-    scratch.clear();
-    scratch.extend(x.filter(|v| v.is_finite()));
-    percentiles_of(scratch, [50.0])[0].unwrap_or(f64::NAN)
+    crate::stats::median_in(scratch, x).unwrap_or(f64::NAN)
 }
 
 /// The prefix length `m` in `1..=n/2` that minimises the squared deviation

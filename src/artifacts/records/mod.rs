@@ -488,17 +488,15 @@ pub struct RecordsRead {
 }
 
 impl RecordsRead {
-    /// How many `phase` records had their `metric` refused as impossible.
-    pub fn refused_in(&self, metric: Metric, phase: Phase) -> u64 {
-        self.refused.get(&(metric, phase)).copied().unwrap_or(0)
-    }
-
     /// Of `metrics`, those with values refused in profiling records, and
     /// how many: `(metric, records)`. Their statistics over the records
     /// are over the others only.
     pub fn refused_in_profiling(&self, metrics: &[Metric]) -> Vec<(Metric, u64)> {
         (metrics.iter())
-            .map(|&m| (m, self.refused_in(m, Phase::Profiling)))
+            .map(|&m| {
+                let n = self.refused.get(&(m, Phase::Profiling)).copied();
+                (m, n.unwrap_or(0))
+            })
             .filter(|&(_, n)| n > 0)
             .collect()
     }

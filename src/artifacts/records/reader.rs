@@ -421,12 +421,12 @@ impl<'a> BlockReader<'a> {
     }
 }
 
-/// One block's records and bad lines, in line order, its lines numbered
-/// from 1.
 /// A value refused as impossible: (line within the block, metric, value,
 /// why, the record's phase).
 type Refused = (u64, Metric, f64, &'static str, Phase);
 
+/// One block's records and bad lines, in line order, its lines numbered
+/// from 1.
 #[derive(Default)]
 struct Parsed {
     records: Vec<Record>,

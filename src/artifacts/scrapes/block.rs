@@ -217,7 +217,6 @@ impl Block {
         self.families.clear();
         self.family_ids.clear();
         self.family_stamp.clear();
-        self.names_over = false;
         self.labels.clear();
         self.label_texts.clear();
         self.bounds.clear();
