@@ -8,6 +8,8 @@ a copy of a sample run whose server_metrics_export.jsonl has, in every scrape,
              scrapes (each set in one scrape only);
   families N: N ever-new gauge families (fam_<i>, one series each) spread
              over the scrapes (each family in one scrape only);
+  endpoints N: N scrapes of ever-new endpoints (one gauge each) after the
+             run's own scrapes (each endpoint scraped once);
 
 or, for `baseline`, a JSON report (as `--format json` writes it) of the run
 SRC whose run holds N distinct findings, written to the file DST:
@@ -15,6 +17,7 @@ SRC whose run holds N distinct findings, written to the file DST:
     python3 benches/make_hostile.py buckets SRC DST N
     python3 benches/make_hostile.py labels SRC DST N
     python3 benches/make_hostile.py families SRC DST N
+    python3 benches/make_hostile.py endpoints SRC DST N
     python3 benches/make_hostile.py baseline SRC DST.json N
 """
 import json
@@ -32,6 +35,15 @@ def main():
     lines = [json.loads(l) for l in open(os.path.join(src, "server_metrics_export.jsonl"))]
     per = n // len(lines)
     with open(os.path.join(dst, "server_metrics_export.jsonl"), "w") as out:
+        if kind == "endpoints":
+            for d in lines:
+                out.write(json.dumps(d, separators=(",", ":")) + "\n")
+            t = lines[-1]["timestamp_ns"]
+            for i in range(n):
+                e = {"endpoint_url": f"http://e{i}:8000/metrics", "timestamp_ns": t + i,
+                     "metrics": {"vllm:num_requests_running": [{"labels": {"engine": "0"}, "value": 1.0}]}}
+                out.write(json.dumps(e, separators=(",", ":")) + "\n")
+            return
         for k, d in enumerate(lines):
             if kind == "buckets":
                 for s in d["metrics"].get("vllm:time_to_first_token_seconds", []):
@@ -51,7 +63,7 @@ def main():
                     d["metrics"][f"fam_{k * per + i}"] = [{"value": 1.0}]
                 out.write(json.dumps(d, separators=(",", ":")) + "\n")
             else:
-                sys.exit(f"unknown kind {kind!r}: buckets, labels or families")
+                sys.exit(f"unknown kind {kind!r}: buckets, labels, families or endpoints")
 
 
 def baseline(src, dst, n):

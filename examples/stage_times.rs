@@ -1,5 +1,6 @@
 //! Times each stage of auditing one run (load, the raw scrapes' state
-//! order, model, each check, JSON), on
+//! order, model, each check, JSON; and, alone, the steady state's detection
+//! the steady_state check pays), on
 //! the calling thread: where the time of `benches/bench.sh` goes; and what
 //! one walk over the record vector costs.
 //!
@@ -64,6 +65,19 @@ fn main() {
     let views: Vec<&dyn checks::CheckReport> = reports.iter().map(|r| r.as_ref()).collect();
     let json = serde_json::to_string(&views).expect("json");
     lap("report json");
+    // The steady state's detection (paid by its first user, the
+    // steady_state check, and inside its time above), timed alone on a
+    // fresh model.
+    if let Some(read) = run.records.as_ref() {
+        let fresh = RunModel::build(&run, &settings);
+        let t = Instant::now();
+        std::hint::black_box(fresh.steady(&read.records));
+        out!(
+            "{:20}{:8.3} s",
+            "of it steady state",
+            t.elapsed().as_secs_f64()
+        );
+    }
     out!("report: {} bytes", json.len());
     out!(
         "record: {} bytes inline",
