@@ -103,8 +103,10 @@ pub struct RunModel {
     /// once here, read by every check, the timeline and the cleaning rules.
     #[serde(skip)]
     pub temperatures: Vec<connection::Temperature>,
-    /// The steady state of the profiling records, found on first use
-    /// ([`RunModel::steady`]) and then shared.
+    /// The steady state of the profiling records, found while the model is
+    /// built (beside its other walks over the records) and then shared
+    /// ([`RunModel::steady`]); found on first use by a model built without
+    /// records.
     #[serde(skip)]
     steady: std::sync::OnceLock<steady::SteadyState>,
     /// What the steady state is found with.
@@ -132,8 +134,19 @@ impl RunModel {
         );
         let records = run.records.as_ref().map(|r| r.records.as_slice());
         let build = |kind: Phase| phase_model(run, kind, config, records, layout);
-        // Each a walk over the records: both at once.
-        let (warmup, profiling) = rayon::join(|| build(Phase::Warmup), || build(Phase::Profiling));
+        // Four walks over the records, at once: the two phase models, every
+        // record's temperature and the steady state (the longest: found
+        // here, beside the others, it no longer runs alone at the end of the
+        // steady_state check while the other core waits; docs/performance.md).
+        let ((warmup, profiling), (temperatures, steady)) = rayon::join(
+            || rayon::join(|| build(Phase::Warmup), || build(Phase::Profiling)),
+            || {
+                rayon::join(
+                    || records.map(|r| connection::temperatures(r, &settings.cold)),
+                    || records.map(|r| steady::detect(r, &settings.steady)),
+                )
+            },
+        );
         let has_warmup = warmup.configured_requests.is_some()
             || warmup.configured_duration_s.is_some()
             || warmup.records.is_some_and(|n| n > 0)
@@ -162,10 +175,8 @@ impl RunModel {
             endpoint_roles,
             resets,
             births,
-            temperatures: records
-                .map(|r| connection::temperatures(r, &settings.cold))
-                .unwrap_or_default(),
-            steady: std::sync::OnceLock::new(),
+            temperatures: temperatures.unwrap_or_default(),
+            steady: steady.map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
             steady_settings: settings.steady.clone(),
         }
     }
@@ -177,8 +188,9 @@ impl RunModel {
     }
 
     /// The steady state of `records` (the run's records, those the model
-    /// was built from), found once ([`steady::detect`]) and then shared by
-    /// the `steady_state` check, claims, cleaning and the timeline.
+    /// was built from), found once ([`steady::detect`], when the model was
+    /// built) and then shared by the `steady_state` check, claims, cleaning
+    /// and the timeline.
     pub fn steady(&self, records: &[Record]) -> &steady::SteadyState {
         debug_assert_eq!(
             records.len(),

@@ -118,67 +118,67 @@ fn median_in(scratch: &mut Vec<f64>, x: impl Iterator<Item = f64>) -> f64 {
 }
 
 /// The prefix length `m` in `1..=n/2` that minimises the squared deviation
-/// of `x[..m]` and `x[m..]` from their means (prefix sums: linear time).
+/// of `x[..m]` and `x[m..]` from their means (running sums: linear time, no
+/// memory; the sums are added in the order prefix-sum arrays would hold
+/// them, so the costs compared are the same numbers); the first such `m`.
 fn change_point(x: &[f64]) -> Option<usize> {
     let n = x.len();
     if n < 4 {
         return None;
     }
-    let (mut s, mut q) = (vec![0.0; n + 1], vec![0.0; n + 1]);
-    for (i, v) in x.iter().enumerate() {
-        s[i + 1] = s[i] + v;
-        q[i + 1] = q[i] + v * v;
+    let (total, total_sq) = x.iter().fold((0.0, 0.0), |(s, q), v| (s + v, q + v * v));
+    let sse = |sum: f64, sq: f64, len: usize| sq - sum * sum / len as f64;
+    let (mut s, mut q) = (0.0, 0.0);
+    let mut best: Option<(usize, f64)> = None;
+    for (i, v) in x[..n / 2].iter().enumerate() {
+        s += v;
+        q += v * v;
+        let m = i + 1;
+        let cost = sse(s, q, m) + sse(total - s, total_sq - q, n - m);
+        if best.is_none_or(|(_, b)| cost.total_cmp(&b).is_lt()) {
+            best = Some((m, cost));
+        }
     }
-    let sse = |a: usize, b: usize| {
-        let len = (b - a) as f64;
-        let sum = s[b] - s[a];
-        (q[b] - q[a]) - sum * sum / len
-    };
-    (1..=n / 2).min_by(|&a, &b| (sse(0, a) + sse(a, n)).total_cmp(&(sse(0, b) + sse(b, n))))
+    best.map(|(m, _)| m)
 }
 
 /// Finds the wave, the tail and the steady window of `records`.
 pub fn detect(records: &[Record], s: &SteadySettings) -> SteadyState {
-    let walk = Walk::of(records);
-    let order = &walk.requests;
+    let mut walk = Walk::of(records);
+    let basis = basis(&walk, s);
+    let (starts, ends) = (
+        std::mem::take(&mut walk.starts),
+        std::mem::take(&mut walk.ends),
+    );
+    // The in-flight count (two sorts) and the wave need nothing of each
+    // other: both at once.
+    let (load, wave) = rayon::join(
+        || Load::of(starts, ends),
+        || (basis.as_ref().ok()).map(|&b| Wave::of(&walk.requests, b, s)),
+    );
+    let order = walk.requests;
     let mut st = SteadyState {
         records: order.len(),
         ..SteadyState::default()
     };
-    load(walk.starts, walk.ends, &mut st);
-    if order.len() < s.min_records.max(4) {
-        st.reason = Some(format!(
-            "{} successful profiling record(s), fewer than {}: too few to tell a wave or a tail \
-             from the rest",
-            order.len(),
-            s.min_records.max(4)
-        ));
-        return st;
-    }
-    let basis = if walk.with_ttft * 10 >= order.len() * 9 {
-        Metric::TimeToFirstToken
-    } else if walk.with_latency * 10 >= order.len() * 9 {
-        Metric::RequestLatency
-    } else {
-        st.reason = Some(
-            "fewer than 90 % of the successful profiling records have time_to_first_token or \
-             request_latency"
-                .into(),
-        );
-        return st;
+    st.inflight_peak = load.peak;
+    st.inflight_at_drain = load.at_drain;
+    st.drain_start_ns = load.drain;
+    let basis = match basis {
+        Ok(b) => b,
+        Err(reason) => {
+            st.reason = Some(reason);
+            return st;
+        }
     };
+    // Looked for whenever there is a basis.
+    let wave = wave.unwrap_or_default();
     st.basis = Some(basis);
-    // Reserved: collected through a filter it would grow by doubling.
-    let mut valued: Vec<(usize, f64, u64)> = Vec::with_capacity(order.len());
-    valued.extend(order.iter().filter_map(|q| {
-        let v = match basis {
-            Metric::TimeToFirstToken => q.ttft_ms,
-            _ => q.latency_ms,
-        };
-        (!v.is_nan()).then(|| (q.index, v.ln(), q.arrival))
-    }));
-    wave(&valued, s, &mut st);
-    tail(order, records.len(), &mut st);
+    st.steady_median_ms = wave.steady_median_ms;
+    st.wave_median_ms = wave.wave_median_ms;
+    st.wave_end_ns = wave.end_ns;
+    st.wave = wave.indices;
+    tail(records, &order, &mut st);
     if !st.wave.is_empty() || !st.tail.is_empty() {
         st.excluded = vec![false; records.len()];
         for &i in st.wave.iter().chain(&st.tail) {
@@ -188,6 +188,28 @@ pub fn detect(records: &[Record], s: &SteadySettings) -> SteadyState {
     st
 }
 
+/// The value the wave is found by (module doc), or why there is none.
+fn basis(walk: &Walk, s: &SteadySettings) -> Result<Metric, String> {
+    let n = walk.requests.len();
+    if n < s.min_records.max(4) {
+        Err(format!(
+            "{n} successful profiling record(s), fewer than {}: too few to tell a wave or a tail \
+             from the rest",
+            s.min_records.max(4)
+        ))
+    } else if walk.with_ttft * 10 >= n * 9 {
+        Ok(Metric::TimeToFirstToken)
+    } else if walk.with_latency * 10 >= n * 9 {
+        Ok(Metric::RequestLatency)
+    } else {
+        Err(
+            "fewer than 90 % of the successful profiling records have time_to_first_token or \
+             request_latency"
+                .into(),
+        )
+    }
+}
+
 /// What [`detect`] reads of a successful profiling record.
 struct Request {
     /// When it reached the server ([`arrival_ns`]).
@@ -195,12 +217,11 @@ struct Request {
     /// Its index in the records.
     index: usize,
     /// Its TTFT and request latency less DNS + connect ([`server_ms`]);
-    /// NaN when it has none (a 56-byte row, not 72: 405k of them per GB
-    /// are written, then sorted).
+    /// NaN when it has none (a 48-byte row: 405k of them per GB are
+    /// written, then sorted).
     ttft_ms: f64,
     latency_ms: f64,
-    /// Its start, its first token (or start; never after the end), its end.
-    start: u64,
+    /// Its first token (or start; never after the end), its end.
     first: u64,
     end: u64,
 }
@@ -241,7 +262,6 @@ impl Walk {
                     index: i,
                     ttft_ms: server_ms(r, Metric::TimeToFirstToken).unwrap_or(f64::NAN),
                     latency_ms: server_ms(r, Metric::RequestLatency).unwrap_or(f64::NAN),
-                    start: r.request_start_ns,
                     first: (r.first_token_ns())
                         .unwrap_or(r.request_start_ns)
                         .min(r.request_end_ns),
@@ -257,37 +277,68 @@ impl Walk {
     }
 }
 
-/// The opening wave (module doc), into `st`.
-fn wave(valued: &[(usize, f64, u64)], s: &SteadySettings, st: &mut SteadyState) {
-    let x: Vec<f64> = valued.iter().map(|v| v.1).collect();
-    let Some(m) = change_point(&x) else {
-        return;
-    };
-    let mut scratch = Vec::with_capacity(x.len());
-    let (rest_median, rest_sd) = robust_in(&mut scratch, &x[m..]);
-    let head_median = median_in(&mut scratch, x[..m].iter().copied());
-    let bar = s.wave_ratio.max(1.0).ln().max(ROBUST_Z * rest_sd);
-    st.steady_median_ms = Some(rest_median.exp());
-    if head_median - rest_median < bar || head_median <= rest_median {
-        return;
+/// The opening wave (module doc).
+#[derive(Default)]
+struct Wave {
+    /// Its requests' indices (into the records), ascending.
+    indices: Vec<usize>,
+    /// Its median and the median after it (ms).
+    wave_median_ms: Option<f64>,
+    steady_median_ms: Option<f64>,
+    /// Arrival of the first request after it.
+    end_ns: Option<u64>,
+}
+
+impl Wave {
+    /// The wave of `order` (by arrival) by its `basis` value.
+    fn of(order: &[Request], basis: Metric, s: &SteadySettings) -> Wave {
+        let value = |q: &Request| match basis {
+            Metric::TimeToFirstToken => q.ttft_ms,
+            _ => q.latency_ms,
+        };
+        // The log values in arrival order, and where each is in `order`:
+        // reserved, since collected through a filter they would grow by
+        // doubling.
+        let mut x: Vec<f64> = Vec::with_capacity(order.len());
+        let mut at: Vec<usize> = Vec::with_capacity(order.len());
+        for (k, q) in order.iter().enumerate() {
+            let v = value(q);
+            if !v.is_nan() {
+                x.push(v.ln());
+                at.push(k);
+            }
+        }
+        let mut w = Wave::default();
+        let Some(m) = change_point(&x) else {
+            return w;
+        };
+        let mut scratch = Vec::with_capacity(x.len());
+        let (rest_median, rest_sd) = robust_in(&mut scratch, &x[m..]);
+        let head_median = median_in(&mut scratch, x[..m].iter().copied());
+        let bar = s.wave_ratio.max(1.0).ln().max(ROBUST_Z * rest_sd);
+        w.steady_median_ms = Some(rest_median.exp());
+        if head_median - rest_median < bar || head_median <= rest_median {
+            return w;
+        }
+        let Some(end) = (0..m).rev().find(|&i| x[i] - rest_median >= bar) else {
+            return w;
+        };
+        w.indices = at[..=end].iter().map(|&k| order[k].index).collect();
+        w.indices.sort_unstable();
+        let wave_median = median_in(&mut scratch, x[..=end].iter().copied());
+        w.wave_median_ms = Some(wave_median.exp());
+        w.steady_median_ms = Some(median_in(&mut scratch, x[end + 1..].iter().copied()).exp());
+        w.end_ns = at.get(end + 1).map(|&k| order[k].arrival);
+        w
     }
-    let Some(end) = (0..m).rev().find(|&i| x[i] - rest_median >= bar) else {
-        return;
-    };
-    st.wave = valued[..=end].iter().map(|v| v.0).collect();
-    st.wave.sort_unstable();
-    let wave_median = median_in(&mut scratch, x[..=end].iter().copied());
-    st.wave_median_ms = Some(wave_median.exp());
-    st.steady_median_ms = Some(median_in(&mut scratch, x[end + 1..].iter().copied()).exp());
-    st.wave_end_ns = valued.get(end + 1).map(|v| v.2);
 }
 
 /// The drain tail (module doc) and the steady window, into `st`.
-fn tail(order: &[Request], records: usize, st: &mut SteadyState) {
+fn tail(records: &[Record], order: &[Request], st: &mut SteadyState) {
     let Some(drain) = st.drain_start_ns else {
         return;
     };
-    let mut in_wave = vec![false; records];
+    let mut in_wave = vec![false; records.len()];
     for &i in &st.wave {
         in_wave[i] = true;
     }
@@ -307,44 +358,57 @@ fn tail(order: &[Request], records: usize, st: &mut SteadyState) {
         }
     }
     st.tail.sort_unstable();
-    let from = st
-        .wave_end_ns
-        .unwrap_or_else(|| order.first().map_or(drain, |q| q.start));
+    let from = st.wave_end_ns.unwrap_or_else(|| {
+        order
+            .first()
+            .map_or(drain, |q| records[q.index].request_start_ns)
+    });
     st.window_ns = (drain > from).then_some((from, drain));
 }
 
 /// In flight: the peak, and the count when the last request was sent.
-fn load(mut starts: Vec<u64>, mut ends: Vec<u64>, st: &mut SteadyState) {
-    // Each in time order, then walked together (plain integers: an
-    // unstable sort gives the same vector, faster than the stable one).
-    starts.sort_unstable();
-    ends.sort_unstable();
-    let drain = starts.last().copied();
-    let (mut now, mut peak, mut at_drain) = (0_i64, 0_i64, 0_i64);
-    let (mut s, mut e) = (0, 0);
-    while s < starts.len() || e < ends.len() {
-        // Ends before starts at the same instant: a request that ends as
-        // another starts is not in flight with it.
-        let (t, d) = match (starts.get(s), ends.get(e)) {
-            (Some(&a), Some(&b)) if b <= a => (b, -1),
-            (Some(&a), _) => (a, 1),
-            (None, Some(&b)) => (b, -1),
-            (None, None) => break,
-        };
-        if d > 0 {
-            s += 1;
-        } else {
-            e += 1;
+struct Load {
+    peak: usize,
+    at_drain: usize,
+    /// When the last profiling request was sent.
+    drain: Option<u64>,
+}
+
+impl Load {
+    fn of(mut starts: Vec<u64>, mut ends: Vec<u64>) -> Load {
+        // Each in time order, then walked together (plain integers: an
+        // unstable sort gives the same vector, faster than the stable one).
+        starts.sort_unstable();
+        ends.sort_unstable();
+        let drain = starts.last().copied();
+        let (mut now, mut peak, mut at_drain) = (0_i64, 0_i64, 0_i64);
+        let (mut s, mut e) = (0, 0);
+        while s < starts.len() || e < ends.len() {
+            // Ends before starts at the same instant: a request that ends as
+            // another starts is not in flight with it.
+            let (t, d) = match (starts.get(s), ends.get(e)) {
+                (Some(&a), Some(&b)) if b <= a => (b, -1),
+                (Some(&a), _) => (a, 1),
+                (None, Some(&b)) => (b, -1),
+                (None, None) => break,
+            };
+            if d > 0 {
+                s += 1;
+            } else {
+                e += 1;
+            }
+            now += d;
+            peak = peak.max(now);
+            if Some(t) <= drain {
+                at_drain = now;
+            }
         }
-        now += d;
-        peak = peak.max(now);
-        if Some(t) <= drain {
-            at_drain = now;
+        Load {
+            peak: peak.max(0) as usize,
+            at_drain: at_drain.max(0) as usize,
+            drain,
         }
     }
-    st.inflight_peak = peak.max(0) as usize;
-    st.inflight_at_drain = at_drain.max(0) as usize;
-    st.drain_start_ns = drain;
 }
 
 /// What a throughput counts.
