@@ -197,8 +197,14 @@ impl RunModel {
             self.temperatures.len(),
             "the steady state of the records the model was built from"
         );
-        self.steady
-            .get_or_init(|| steady::detect(records, &self.steady_settings))
+        if let Some(found) = self.steady.get() {
+            return found;
+        }
+        // Found outside the cell's lock: the finding uses the pool, and a
+        // worker blocked on the lock could hold work the finding waits for
+        // (two callers at once both find it, the same state; one is kept).
+        let found = steady::detect(records, &self.steady_settings);
+        self.steady.get_or_init(|| found)
     }
 
     /// The earliest start of any record (ns), from the phases' windows (a
