@@ -991,24 +991,15 @@ fn impossible_export_values_are_named_and_do_not_pass_a_run() {
 #[test]
 fn a_million_label_sets_are_capped_with_a_finding() {
     let (_t, dir) = copy_run("clean");
-    let path = dir.join("server_metrics_export.jsonl");
-    let lines = jsonl(&path);
-    let per = 1_000_000 / lines.len();
-    let mut out = String::new();
-    for (k, mut d) in lines.into_iter().enumerate() {
+    grow_every_scrape(&dir, 1_000_000, |d, id| {
         let series = d["metrics"]["vllm:prompt_tokens"]
             .as_array_mut()
             .expect("family");
-        for i in 0..per {
-            series.push(serde_json::json!({
-                "labels": {"engine": "0", "model_name": "m", "id": (k * per + i).to_string()},
-                "value": 1.0
-            }));
-        }
-        out.push_str(&d.to_string());
-        out.push('\n');
-    }
-    fs::write(&path, out).expect("write");
+        series.push(serde_json::json!({
+            "labels": {"engine": "0", "model_name": "m", "id": id.to_string()},
+            "value": 1.0
+        }));
+    });
     assert_capped_under_1gib(&dir, "distinct label sets");
 }
 
@@ -1020,23 +1011,29 @@ fn a_million_label_sets_are_capped_with_a_finding() {
 #[test]
 fn a_million_families_are_capped_with_a_finding() {
     let (_t, dir) = copy_run("clean");
+    grow_every_scrape(&dir, 1_000_000, |d, id| {
+        let metrics = d["metrics"].as_object_mut().expect("metrics");
+        metrics.insert(format!("fam_{id}"), serde_json::json!([{"value": 1.0}]));
+    });
+    assert_capped_under_1gib(&dir, "families (16384)");
+}
+
+/// Rewrites the raw scrapes of `dir` with `total` additions spread evenly
+/// over their lines: `add(scrape, id)` once per addition, each with a new
+/// `id` (0, 1, 2, ... in file order).
+fn grow_every_scrape(dir: &Path, total: usize, add: impl Fn(&mut serde_json::Value, usize)) {
     let path = dir.join("server_metrics_export.jsonl");
     let lines = jsonl(&path);
-    let per = 1_000_000 / lines.len();
+    let per = total / lines.len();
     let mut out = String::new();
     for (k, mut d) in lines.into_iter().enumerate() {
-        let metrics = d["metrics"].as_object_mut().expect("metrics");
         for i in 0..per {
-            metrics.insert(
-                format!("fam_{}", k * per + i),
-                serde_json::json!([{"value": 1.0}]),
-            );
+            add(&mut d, k * per + i);
         }
         out.push_str(&d.to_string());
         out.push('\n');
     }
     fs::write(&path, out).expect("write");
-    assert_capped_under_1gib(&dir, "families (16384)");
 }
 
 /// Audits `dir` under a 1 GiB address-space limit: it must finish, fail
