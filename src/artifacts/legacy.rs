@@ -78,18 +78,11 @@ fn zone_offset(start: i128, first_request_ns: u64) -> Option<i128> {
 /// from its naive `start_time` / `end_time` (or the summary's), when the
 /// records fix the zone. Returns whether it did.
 pub fn profiling_window(run: &mut RunArtifacts) -> bool {
-    let first = run.records.as_ref().and_then(|r| {
-        r.records
-            .iter()
-            .filter(|x| x.phase == super::records::Phase::Profiling)
-            .map(|x| x.request_start_ns)
-            .min()
-    });
     let from_summary = run
         .summary
         .as_ref()
         .map(|s| (s.start_time.clone(), s.end_time.clone()));
-    let Some(server) = run.server.as_mut() else {
+    let Some(server) = run.server.as_ref() else {
         return false;
     };
     if !server.summary.phase_time_ranges.is_empty() {
@@ -99,10 +92,22 @@ pub fn profiling_window(run: &mut RunArtifacts) -> bool {
         (Some(a), Some(b)) => (Some(a.clone()), Some(b.clone())),
         _ => from_summary.unwrap_or_default(),
     };
-    let (Some(start), Some(end), Some(first)) = (start, end, first) else {
+    let (Some(start), Some(end)) = (start, end) else {
         return false;
     };
     let (Some(s), Some(e)) = (naive_utc_ns(&start), naive_utc_ns(&end)) else {
+        return false;
+    };
+    // The walk over the records only for an export that needs it: it runs
+    // between the reading and the model, on one thread.
+    let first = run.records.as_ref().and_then(|r| {
+        r.records
+            .iter()
+            .filter(|x| x.phase == super::records::Phase::Profiling)
+            .map(|x| x.request_start_ns)
+            .min()
+    });
+    let Some(first) = first else {
         return false;
     };
     let Some(offset) = zone_offset(s, first) else {
@@ -114,6 +119,9 @@ pub fn profiling_window(run: &mut RunArtifacts) -> bool {
     if end_ns < start_ns {
         return false;
     }
+    let Some(server) = run.server.as_mut() else {
+        return false;
+    };
     server
         .summary
         .phase_time_ranges

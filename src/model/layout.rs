@@ -95,12 +95,17 @@ impl Layout {
     /// The layout of a run: its files first, then its version.
     pub fn of(run: &RunArtifacts, version: Option<Version>) -> Layout {
         let records = run.records.as_ref().map(|r| r.records.as_slice());
+        // What the records show, looked for only where the version does not
+        // already say it: each is a walk over every record when none has it,
+        // on one thread before the model's parallel part.
         let seen_warmup_record =
-            records.is_some_and(|rs| rs.iter().any(|r| r.phase == Phase::Warmup));
-        let seen_cached = records.is_some_and(|rs| {
-            rs.iter()
-                .any(|r| r.values.get(Metric::UsagePromptCacheReadTokens).is_some())
-        });
+            || records.is_some_and(|rs| rs.iter().any(|r| r.phase == Phase::Warmup));
+        let seen_cached = || {
+            records.is_some_and(|rs| {
+                rs.iter()
+                    .any(|r| r.values.get(Metric::UsagePromptCacheReadTokens).is_some())
+            })
+        };
         let seen_split = run.server.as_ref().map(|s| {
             s.warmup_metrics.is_some() || s.summary.phase_time_ranges.contains_key("warmup")
         });
@@ -111,10 +116,11 @@ impl Layout {
         } else {
             seen_split.unwrap_or(true)
         };
+        let warmup_by_version = if known { !old(12) } else { server_phase_split };
         Layout {
             server_phase_split,
-            warmup_records: seen_warmup_record || if known { !old(12) } else { server_phase_split },
-            cached_tokens: seen_cached || !old(9),
+            warmup_records: warmup_by_version || seen_warmup_record(),
+            cached_tokens: !old(9) || seen_cached(),
         }
     }
 }
