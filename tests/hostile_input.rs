@@ -100,7 +100,14 @@ fn a_100_mb_line_is_skipped_and_named() {
     let parallel = records::read_from(&mut &data[..]).expect("in memory");
     // Also on a rayon worker, where a run is read on the calling thread.
     let sequential = rayon::scope(|_| records::read_from(&mut &data[..])).expect("in memory");
-    for r in [parallel, sequential] {
+    // A file, its blocks read by position (`records::read_file`), off and on
+    // a worker.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join(records::FILE);
+    std::fs::write(&path, &data).expect("written");
+    let file = records::read(&path).expect("reads");
+    let file_on_worker = rayon::scope(|_| records::read(&path)).expect("reads");
+    for r in [parallel, sequential, file, file_on_worker] {
         assert_eq!(r.lines, 4);
         assert_eq!(r.records.len(), 2);
         assert_eq!(r.records[1].line, 3);

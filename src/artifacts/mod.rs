@@ -455,7 +455,7 @@ fn read_large(
     let (mut from_records, mut from_scrapes) = (Vec::new(), Vec::new());
     let read_records = |f: &mut Vec<Finding>| {
         read_lines(dir, records::FILE, f, |file, len| {
-            records::read_sized(file, Some(len))
+            records::read_file(file, Some(len))
         })
     };
     let read_scrapes = |f: &mut Vec<Finding>| {

@@ -22,7 +22,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::findings::Finding;
-pub use reader::read_sized;
+pub use reader::{read_file, read_sized};
 use serde_path::RawValue;
 
 mod fast;
@@ -507,9 +507,9 @@ impl RecordsRead {
 /// Errors only when the file cannot be opened or read; everything wrong with
 /// its content comes back as findings.
 pub fn read(path: &Path) -> io::Result<RecordsRead> {
-    let mut file = crate::files::open_regular(path)?;
+    let file = crate::files::open_regular(path)?;
     let size = file.metadata().map(|m| m.len()).ok();
-    read_sized(&mut file, size)
+    read_file(&file, size)
 }
 
 /// Reads records from any reader (see [`read`]).
@@ -686,12 +686,20 @@ mod tests {
                 text.push_str("\n\nnot json\n");
                 lines += 3;
             }
+            // Lines longer than the room the file reader keeps before a
+            // read for the start of a line, shorter than a block.
+            if i == 4000 || i == 4001 {
+                let pad = "m".repeat([100 << 10, 900 << 10][i - 4000]);
+                text.push_str(&GOOD.replace(r#""a""#, &format!(r#""mid","pad":"{pad}""#)));
+                text.push('\n');
+                lines += 1;
+            }
         }
         text.push_str(GOOD);
         lines += 1;
         let plain = read_str(&text);
         assert_eq!(plain.lines, lines);
-        assert_eq!(plain.records.len(), 6002);
+        assert_eq!(plain.records.len(), 6004);
         assert_eq!(plain.bytes, text.len() as u64);
         assert_eq!(plain.findings.len(), 1, "{:?}", plain.findings);
         assert_eq!(plain.findings[0].line, Some(2504));
@@ -720,6 +728,60 @@ mod tests {
             };
             let got = rayon::scope(|_| read_from(&mut choppy)).expect("reads");
             assert!(summary(&got) == want, "sequential read, seed {seed}");
+        }
+        // A file: its blocks read by position at once, and cut in turn.
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join(FILE);
+        std::fs::write(&path, &text).expect("written");
+        assert!(summary(&read(&path).expect("reads")) == want, "file");
+        // On a rayon worker, where a run is read on the calling thread.
+        let got = rayon::scope(|_| read(&path)).expect("reads");
+        assert!(summary(&got) == want, "file, on a worker");
+    }
+
+    #[test]
+    fn a_file_read_by_position_matches_the_same_bytes_read_in_turn() {
+        // Files ending just before, at and after a block's end, with a
+        // newline there or not, and empty: the file reader's reads
+        // by position (a short one is the end) give what reading the bytes
+        // in turn gives.
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join(FILE);
+        let line = format!("{GOOD}\n");
+        for blocks in [0, 1, 2] {
+            for extra in [-1i64, 0, 1] {
+                for newline in [true, false] {
+                    let size = (blocks * BLOCK_BYTES) as i64 + extra;
+                    let Ok(size) = usize::try_from(size) else {
+                        continue;
+                    };
+                    // Whole lines cut at the size (the last one cut off,
+                    // mostly), ending with a newline or not.
+                    let mut text = line.repeat(size / line.len() + 1);
+                    text.truncate(size);
+                    if newline && size > 0 {
+                        text.pop();
+                        text.push('\n');
+                    }
+                    std::fs::write(&path, &text).expect("written");
+                    let want = read_str(&text);
+                    for (how, got) in [
+                        ("off the pool", read(&path).expect("reads")),
+                        ("on a worker", rayon::scope(|_| read(&path)).expect("reads")),
+                    ] {
+                        let ctx = format!("{} bytes, {how}", text.len());
+                        assert_eq!(got.records, want.records, "{ctx}");
+                        assert_eq!((got.lines, got.bytes), (want.lines, want.bytes), "{ctx}");
+                        let codes = |r: &RecordsRead| {
+                            r.findings
+                                .iter()
+                                .map(|f| (f.code, f.line))
+                                .collect::<Vec<_>>()
+                        };
+                        assert_eq!(codes(&got), codes(&want), "{ctx}");
+                    }
+                }
+            }
         }
     }
 

@@ -55,12 +55,7 @@ pub fn read_sized(input: &mut (dyn Read + Send), size: Option<u64>) -> io::Resul
                     }
                 }
             };
-            let parsed = parse_block(&block);
-            merging.lock().unwrap_or_else(PoisonError::into_inner).put(
-                block.seq,
-                block.text().len() as u64,
-                parsed,
-            );
+            parse_and_merge(&block, &merging);
             spare = Some(block.bytes);
         }
     });
@@ -74,6 +69,196 @@ pub fn read_sized(input: &mut (dyn Read + Send), size: Option<u64>) -> io::Resul
     }
     Ok(merge.finish(&shared.blocks))
 }
+
+/// [`read_sized`] for a file: every worker reads the next block of the file
+/// by its position (`pread`), with no lock held, so the kernel's copies of
+/// two blocks run at once; only cutting a read at its last line end (the
+/// carried start of a line put before it, a search from its end) is done
+/// in turn, in file order. The blocks, and so the records and findings,
+/// are those [`read_sized`] makes of the same bytes.
+///
+/// A read shorter than a block is the end of the file: what the file gained
+/// after it, while it was read, is not read.
+#[cfg(unix)]
+pub fn read_file(file: &std::fs::File, size: Option<u64>) -> io::Result<RecordsRead> {
+    if rayon::current_thread_index().is_some() {
+        return read_sequential(&mut &*file);
+    }
+    let mut no_input = io::empty();
+    let blocks = FileBlocks {
+        file,
+        turns: Mutex::new(Turns {
+            blocks: BlockReader::new(&mut no_input),
+            next: 0,
+            short: false,
+            error: None,
+        }),
+        turn_taken: std::sync::Condvar::new(),
+        claims: std::sync::atomic::AtomicU64::new(0),
+    };
+    let merging = Mutex::new(Merging {
+        merge: Merge::default(),
+        waiting: BTreeMap::new(),
+        next_seq: 0,
+        size,
+    });
+    rayon::broadcast(|_| {
+        let mut spare = Vec::new();
+        loop {
+            match blocks.next(&mut spare) {
+                FileBlock::Block(block) => {
+                    parse_and_merge(&block, &merging);
+                    spare = block.bytes;
+                }
+                FileBlock::NoLineEnd => {}
+                FileBlock::End => break,
+            }
+        }
+    });
+    let merge = merging
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+        .merge;
+    let turns = blocks
+        .turns
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(e) = turns.error {
+        return Err(e);
+    }
+    Ok(merge.finish(&turns.blocks))
+}
+
+/// [`read_file`]'s blocks: read by position, cut in turn.
+#[cfg(unix)]
+struct FileBlocks<'f, 'a> {
+    file: &'f std::fs::File,
+    turns: Mutex<Turns<'a>>,
+    /// Signalled when a block's turn is over.
+    turn_taken: std::sync::Condvar,
+    /// The next block to read (block k starts at `k * BLOCK_BYTES`).
+    claims: std::sync::atomic::AtomicU64,
+}
+
+/// What a worker of [`read_file`] got.
+#[cfg(unix)]
+enum FileBlock {
+    Block(Block),
+    /// Its read ended no line (part of a long one): nothing to parse.
+    NoLineEnd,
+    /// The file ended, or a read failed.
+    End,
+}
+
+#[cfg(unix)]
+impl FileBlocks<'_, '_> {
+    /// The carried start of a line goes before a read, in this much room.
+    const ROOM: usize = 64 << 10;
+    const BUFFER: usize = Self::ROOM + READ_ALIGN + BLOCK_BYTES;
+
+    /// Reads the next block of the file into `spare` (a buffer the worker
+    /// had; taken) and cuts it in its turn.
+    fn next(&self, spare: &mut Vec<u8>) -> FileBlock {
+        use std::os::unix::fs::FileExt;
+        let k = self
+            .claims
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut buf = std::mem::take(spare);
+        if buf.len() != Self::BUFFER {
+            buf = vec![0u8; Self::BUFFER];
+        }
+        let base = buf.as_ptr() as usize + Self::ROOM;
+        let read_at = Self::ROOM + (READ_ALIGN - base % READ_ALIGN) % READ_ALIGN;
+        let read = read_at_full(
+            |b, at| self.file.read_at(b, at),
+            &mut buf[read_at..read_at + BLOCK_BYTES],
+            k.saturating_mul(BLOCK_BYTES as u64),
+        );
+        // Block k is cut after block k - 1; every block claimed is cut, so
+        // no turn is waited for in vain.
+        let mut g = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
+        while g.next != k {
+            g = (self.turn_taken.wait(g)).unwrap_or_else(PoisonError::into_inner);
+        }
+        g.next += 1;
+        let block = match read {
+            _ if g.blocks.eof || g.error.is_some() => None,
+            Err(e) => {
+                g.error = Some(e);
+                None
+            }
+            Ok(n) => {
+                // After a short read, the end.
+                let n = if g.short { 0 } else { n };
+                g.short = n < BLOCK_BYTES;
+                g.blocks
+                    .next_block_read(std::mem::take(&mut buf), read_at, n)
+            }
+        };
+        let end = g.blocks.eof || g.error.is_some();
+        // A buffer cut into nothing went back to the pool (or became the
+        // carry): the worker takes one for its next read.
+        if buf.is_empty() && block.is_none() {
+            buf = g.blocks.pool.pop().unwrap_or_default();
+        }
+        *spare = buf;
+        drop(g);
+        self.turn_taken.notify_all();
+        match block {
+            Some(b) => FileBlock::Block(b),
+            None if end => FileBlock::End,
+            None => FileBlock::NoLineEnd,
+        }
+    }
+}
+
+/// [`read_sized`] elsewhere: the file read in turn.
+#[cfg(not(unix))]
+pub fn read_file(file: &std::fs::File, size: Option<u64>) -> io::Result<RecordsRead> {
+    read_sized(&mut &*file, size)
+}
+
+/// Fills `buf` from position `at` by `read_at` until it is full or the
+/// input ends; returns the bytes read.
+#[cfg(unix)]
+fn read_at_full(
+    read_at: impl Fn(&mut [u8], u64) -> io::Result<usize>,
+    buf: &mut [u8],
+    at: u64,
+) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match read_at(&mut buf[n..], at + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// The cutting of [`read_file`]'s blocks, taken in turn.
+#[cfg(unix)]
+struct Turns<'a> {
+    blocks: BlockReader<'a>,
+    /// The block whose turn it is.
+    next: u64,
+    /// A read came back short: the file ended there.
+    short: bool,
+    error: Option<io::Error>,
+}
+
+/// Parses `block` and merges every parsed block now next in file order.
+fn parse_and_merge(block: &Block, merging: &Mutex<Merging>) {
+    let parsed = parse_block(block);
+    merging.lock().unwrap_or_else(PoisonError::into_inner).put(
+        block.seq,
+        block.text().len() as u64,
+        parsed,
+    );
+}
+
 /// Parsed blocks on their way into the records, in file order.
 struct Merging {
     merge: Merge,
@@ -343,8 +528,41 @@ impl<'a> BlockReader<'a> {
     }
 
     fn next_block(&mut self) -> io::Result<Option<Block>> {
-        let (mut buf, mut start, read_at) = self.buffer();
+        let (mut buf, start, read_at) = self.buffer();
         let n = self.fill(&mut buf[read_at..read_at + BLOCK_BYTES])?;
+        Ok(self.cut(buf, start, read_at, n))
+    }
+
+    /// [`BlockReader::next_block`] for `n` bytes already read, at `read_at`
+    /// of `buf` (a read of the input's next bytes, done by the caller): the
+    /// carried start of a line is put before them, in `buf`'s first
+    /// `read_at` bytes when it fits there.
+    fn next_block_read(&mut self, mut buf: Vec<u8>, read_at: usize, n: usize) -> Option<Block> {
+        let carried = self.carry.len();
+        if carried <= read_at {
+            let start = read_at - carried;
+            buf[start..read_at].copy_from_slice(&self.carry);
+            self.carry.clear();
+            return self.cut(buf, start, read_at, n);
+        }
+        // A long line in progress: the read goes after it.
+        let mut line = std::mem::take(&mut self.carry);
+        let at = line.len();
+        line.extend_from_slice(&buf[read_at..read_at + n]);
+        self.recycle(buf);
+        self.cut(line, 0, at, n)
+    }
+
+    /// Cuts `buf[start..read_at + n]` (the carried bytes, then `n` bytes
+    /// just read; none at the end of the input) at its last line end: the
+    /// block before it, the rest carried. `None` when no line ends in it.
+    fn cut(
+        &mut self,
+        mut buf: Vec<u8>,
+        mut start: usize,
+        read_at: usize,
+        n: usize,
+    ) -> Option<Block> {
         let mut end = read_at + n;
         self.bytes += n as u64;
         self.eof = n == 0;
@@ -357,7 +575,7 @@ impl<'a> BlockReader<'a> {
                 }
                 None => {
                     self.recycle(buf);
-                    return Ok(None);
+                    return None;
                 }
             }
         }
@@ -380,7 +598,7 @@ impl<'a> BlockReader<'a> {
                 }
                 if end == start {
                     self.recycle(buf);
-                    return Ok(None);
+                    return None;
                 }
                 let block = Block {
                     seq: self.seq,
@@ -391,13 +609,13 @@ impl<'a> BlockReader<'a> {
                     end,
                 };
                 self.seq += 1;
-                Ok(Some(block))
+                Some(block)
             }
             None if end - start > MAX_LINE_BYTES => {
                 self.oversized.push((self.seq, self.skipped));
                 self.skipping_long_line = true;
                 self.recycle(buf);
-                Ok(None)
+                None
             }
             None => {
                 // No line end yet: keep everything for the next read.
@@ -408,7 +626,7 @@ impl<'a> BlockReader<'a> {
                     self.carry.extend_from_slice(&buf[start..end]);
                     self.recycle(buf);
                 }
-                Ok(None)
+                None
             }
         }
     }
