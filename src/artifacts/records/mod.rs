@@ -502,7 +502,8 @@ impl RecordsRead {
     }
 }
 
-/// Reads `path`, which must be a `profile_export.jsonl`.
+/// Reads `path`, which must be a `profile_export.jsonl`, its blocks read by
+/// position by every worker at once ([`read_file`]).
 ///
 /// Errors only when the file cannot be opened or read; everything wrong with
 /// its content comes back as findings.
