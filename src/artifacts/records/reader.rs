@@ -24,12 +24,7 @@ pub fn read_sized(input: &mut (dyn Read + Send), size: Option<u64>) -> io::Resul
         blocks: BlockReader::new(input),
         error: None,
     });
-    let merging = Mutex::new(Merging {
-        merge: Merge::default(),
-        waiting: BTreeMap::new(),
-        next_seq: 0,
-        size,
-    });
+    let merging = Mutex::new(Merging::new(size));
     // Every worker of the pool takes the next block under the lock, reads it
     // itself and parses it (the kernel's copy lands in the cache of the core
     // that parses it), then merges what is next in file order under a second
@@ -96,12 +91,7 @@ pub fn read_file(file: &std::fs::File, size: Option<u64>) -> io::Result<RecordsR
         turn_taken: std::sync::Condvar::new(),
         claims: std::sync::atomic::AtomicU64::new(0),
     };
-    let merging = Mutex::new(Merging {
-        merge: Merge::default(),
-        waiting: BTreeMap::new(),
-        next_seq: 0,
-        size,
-    });
+    let merging = Mutex::new(Merging::new(size));
     rayon::broadcast(|_| {
         let mut spare = Vec::new();
         loop {
@@ -271,6 +261,15 @@ struct Merging {
 }
 
 impl Merging {
+    fn new(size: Option<u64>) -> Merging {
+        Merging {
+            merge: Merge::default(),
+            waiting: BTreeMap::new(),
+            next_seq: 0,
+            size,
+        }
+    }
+
     /// Takes block `seq` (`len` bytes) and merges every block now next.
     fn put(&mut self, seq: u64, len: u64, parsed: Parsed) {
         self.waiting.insert(seq, (len, parsed));
