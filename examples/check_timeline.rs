@@ -5,28 +5,16 @@
 //! waits: a check that starts last and runs long leaves the other idle.
 //!
 //!     cargo run --release --example check_timeline -- RUN_DIR
-// The binary's allocator, so the example measures what the binary does.
-#[allow(unsafe_code, dead_code)]
-#[path = "../src/alloc.rs"]
-mod alloc;
+// The binary's allocator and `out!` (examples/common).
+#[macro_use]
+mod common;
+use common::alloc;
 
-use std::io::Write;
 use std::time::Instant;
 
 use artifact_check::checks::{self, Ctx};
 use artifact_check::config::Settings;
 use artifact_check::model::RunModel;
-
-/// The binary's allocator, so the times are the binary's.
-#[global_allocator]
-static ALLOC: alloc::HugePages = alloc::HugePages;
-
-/// `println!` that stops quietly when stdout is closed (piped into `head`).
-macro_rules! out {
-    ($($t:tt)*) => {{
-        let _ = writeln!(std::io::stdout(), $($t)*);
-    }};
-}
 
 fn main() {
     alloc::configure();

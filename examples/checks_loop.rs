@@ -6,18 +6,14 @@
 //!
 //! `a` artifacts, `p` phase_contamination, `c` cold_connections,
 //! `x` prefix_cache; anything else or nothing: all four (`checks::run_all`).
-// The binary's allocator, so the example measures what the binary does.
-#[allow(unsafe_code, dead_code)]
-#[path = "../src/alloc.rs"]
-mod alloc;
+// The binary's allocator and `out!` (examples/common).
+#[macro_use]
+mod common;
+use common::alloc;
 
 use artifact_check::checks::{self, Ctx};
 use artifact_check::config::Settings;
 use artifact_check::model::RunModel;
-/// The binary's allocator, so the times are the binary's.
-#[global_allocator]
-static ALLOC: alloc::HugePages = alloc::HugePages;
-
 fn main() {
     alloc::configure();
     let dir = std::env::args()

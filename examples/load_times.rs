@@ -6,26 +6,14 @@
 //!     cargo run --release --example load_times -- RUN_DIR [one]
 //!
 //! With `one`, only the one-core time (for A/B runs of two builds).
-// The binary's allocator, so the example measures what the binary does.
-#[allow(unsafe_code, dead_code)]
-#[path = "../src/alloc.rs"]
-mod alloc;
+// The binary's allocator and `out!` (examples/common).
+#[macro_use]
+mod common;
+use common::alloc;
 
-use std::io::Write;
 use std::time::Instant;
 
 use artifact_check::artifacts::records;
-
-/// The binary's allocator, so the times are the binary's.
-#[global_allocator]
-static ALLOC: alloc::HugePages = alloc::HugePages;
-
-/// `println!` that stops quietly when stdout is closed (piped into `head`).
-macro_rules! out {
-    ($($t:tt)*) => {{
-        let _ = writeln!(std::io::stdout(), $($t)*);
-    }};
-}
 
 fn best_of_five(f: impl Fn() -> usize) -> (f64, usize) {
     let mut best = f64::INFINITY;

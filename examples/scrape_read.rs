@@ -9,13 +9,10 @@ use std::time::Instant;
 
 use artifact_check::artifacts::scrapes;
 
-// The binary's allocator, so the example measures what the binary does.
-#[allow(unsafe_code, dead_code)]
-#[path = "../src/alloc.rs"]
-mod alloc;
-
-#[global_allocator]
-static ALLOC: alloc::HugePages = alloc::HugePages;
+// The binary's allocator and `out!` (examples/common).
+#[macro_use]
+mod common;
+use common::alloc;
 
 fn main() {
     alloc::configure();

@@ -5,28 +5,16 @@
 //! goes; and what one walk over the record vector costs.
 //!
 //!     cargo run --release --example stage_times -- RUN_DIR
-// The binary's allocator, so the example measures what the binary does.
-#[allow(unsafe_code, dead_code)]
-#[path = "../src/alloc.rs"]
-mod alloc;
+// The binary's allocator and `out!` (examples/common).
+#[macro_use]
+mod common;
+use common::alloc;
 
-use std::io::Write;
 use std::time::Instant;
 
 use artifact_check::checks::{self, Ctx};
 use artifact_check::config::Settings;
 use artifact_check::model::RunModel;
-
-/// `println!` that stops quietly when stdout is closed (piped into `head`).
-macro_rules! out {
-    ($($t:tt)*) => {{
-        let _ = writeln!(std::io::stdout(), $($t)*);
-    }};
-}
-
-/// The binary's allocator, so the times are the binary's.
-#[global_allocator]
-static ALLOC: alloc::HugePages = alloc::HugePages;
 
 fn main() {
     alloc::configure();

@@ -5,15 +5,12 @@
 //! the host has taken back (a VM with free page reporting).
 //!
 //!     cargo run --release --example touch_memory -- MB [4k|huge]
-// The binary's allocator, so the example measures what the binary does.
-#[allow(unsafe_code, dead_code)]
-#[path = "../src/alloc.rs"]
-mod alloc;
+// The binary's allocator and `out!` (examples/common).
+#[macro_use]
+mod common;
+use common::alloc;
 
 use std::time::Instant;
-
-#[global_allocator]
-static ALLOC: alloc::HugePages = alloc::HugePages;
 
 fn main() {
     let mut args = std::env::args().skip(1);
