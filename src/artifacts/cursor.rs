@@ -48,6 +48,168 @@ pub fn digits_end(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// The value of eight ASCII digits read as a little-endian word (the first
+/// digit in the lowest byte).
+#[inline(always)]
+fn eight_digits(w: u64) -> u64 {
+    digit_bytes_value(w.wrapping_sub(LO * 0x30))
+}
+
+/// The value of eight digits, one per byte of `v` (0 to 9, the first in the
+/// lowest byte), by three multiplications: pairs, fours, eights.
+#[inline(always)]
+fn digit_bytes_value(v: u64) -> u64 {
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8) & 0x00FF_00FF_00FF_00FF;
+    let v = v.wrapping_mul(100).wrapping_add(v >> 16) & 0x0000_FFFF_0000_FFFF;
+    v.wrapping_mul(10_000).wrapping_add(v >> 32) & 0xFFFF_FFFF
+}
+
+/// The value of `b`, ASCII digits only, as `str::parse::<u64>` reads them
+/// (`None` past `u64::MAX`).
+#[inline(always)]
+pub fn digits_value(b: &[u8]) -> Option<u64> {
+    digits_value_at(b, 0, b.len())
+}
+
+/// [`digits_value`] of `b[start..end]`: up to 19 digits (which cannot
+/// overflow) eight at a time, the first `n % 8` of them from an eight-byte
+/// read at `start` where `b` has eight bytes there; longer ones by
+/// `str::parse`.
+#[inline(always)]
+pub fn digits_value_at(b: &[u8], start: usize, end: usize) -> Option<u64> {
+    let digits = b.get(start..end)?;
+    if digits.len() > 19 {
+        return std::str::from_utf8(digits).ok()?.parse().ok();
+    }
+    let head = digits.len() % 8;
+    let mut v: u64 = 0;
+    match b.get(start..start + 8) {
+        Some(w) if head > 0 => {
+            let w = u64::from_le_bytes(w.try_into().ok()?);
+            // The head's digits in the top bytes, zeros (leading zeros)
+            // below them; a borrow of the bytes past them moves up and out.
+            v = digit_bytes_value(w.wrapping_sub(LO * 0x30) << (8 * (8 - head)));
+        }
+        _ => {
+            for &d in &digits[..head] {
+                v = v
+                    .wrapping_mul(10)
+                    .wrapping_add(u64::from(d.wrapping_sub(b'0')));
+            }
+        }
+    }
+    for c in digits[head..].chunks_exact(8) {
+        let w = u64::from_le_bytes(c.try_into().ok()?);
+        v = v.wrapping_mul(100_000_000).wrapping_add(eight_digits(w));
+    }
+    Some(v)
+}
+
+/// Powers of ten a double holds exactly (all of them to 10^22; the decimals
+/// below need them to 10^18).
+const POW10: [f64; 19] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18,
+];
+
+/// The largest significand Clinger's fast path takes: every integer up to
+/// 2^53 is a double (`core`'s own limit for it).
+const MAX_EXACT: u64 = 1 << 53;
+
+/// Up to seven ASCII digits at `i` (the eighth byte must be another
+/// character): their value and how many, eight bytes at once. `None` for
+/// no digit, eight or more, or fewer than eight bytes left.
+#[inline(always)]
+fn seven_digits(b: &[u8], i: usize) -> Option<(u64, usize)> {
+    let w = u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?);
+    // High bit set in each byte that is not a digit (exact for the lowest).
+    let other = (w.wrapping_add(LO * 0x46) | w.wrapping_sub(LO * 0x30)) & HI;
+    let n = (other.trailing_zeros() / 8) as usize;
+    if n == 0 || n == 8 {
+        return None;
+    }
+    // The digits in the top n bytes, zero bytes (leading zeros) below
+    // them. A borrow of the bytes past the digits only moves up, and those
+    // bytes are shifted out.
+    Some((
+        digit_bytes_value(w.wrapping_sub(LO * 0x30) << (8 * (8 - n))),
+        n,
+    ))
+}
+
+/// `-?digits(.digits)?` without an exponent, of at most 19 digits whose
+/// value as one integer is at most 2^53 (or with a fraction of zeros only),
+/// valued at `*at` (which moves past it). The digits as an integer and a
+/// power of ten up to 10^18 are both exact doubles, so their one division
+/// is the correctly rounded value, as `str::parse` gives (Clinger's fast
+/// path; an integer above 2^53 is rounded once, by the cast). `None`, `*at`
+/// unmoved, for any other number.
+#[inline(always)]
+pub fn short_decimal(b: &[u8], at: &mut usize) -> Option<f64> {
+    let start = *at;
+    let negative = b.get(start) == Some(&b'-');
+    let first = start + usize::from(negative);
+    // Usually both parts are under eight digits: read eight bytes at a time.
+    let fast = seven_digits(b, first).and_then(|(m, whole)| {
+        if b[first] == b'0' && whole > 1 {
+            return None;
+        }
+        let i = first + whole;
+        match b.get(i) {
+            Some(b'.') => {
+                let (f, frac) = seven_digits(b, i + 1)?;
+                let end = i + 1 + frac;
+                (!matches!(b.get(end), Some(b'e' | b'E'))).then_some((m, f, frac, end))
+            }
+            Some(b'e' | b'E') => None,
+            _ => Some((m, 0, 0, i)),
+        }
+    });
+    let (m, f, frac, end) = match fast {
+        Some(x) => x,
+        None => long_parts(b, first)?,
+    };
+    let v = if f == 0 {
+        m as f64
+    } else {
+        // Under 10^19: no overflow.
+        let n = m * POW10[frac] as u64 + f;
+        if n > MAX_EXACT {
+            return None;
+        }
+        n as f64 / POW10[frac]
+    };
+    *at = end;
+    Some(if negative { -v } else { v })
+}
+
+/// [`short_decimal`]'s parts where either has eight digits or more, or the
+/// line ends within eight bytes: the integer part, the fraction's digits as
+/// an integer, how many, and where the number ends.
+fn long_parts(b: &[u8], first: usize) -> Option<(u64, u64, usize, usize)> {
+    let i = digits_end(b, first);
+    let whole = i - first;
+    if whole == 0 || (b[first] == b'0' && whole > 1) {
+        return None;
+    }
+    // The fraction's digits; `12.0` is the integer 12, no division.
+    let (mut f, mut frac, mut end) = (0, 0, i);
+    if b.get(i) == Some(&b'.') {
+        end = digits_end(b, i + 1);
+        frac = end - (i + 1);
+        if frac == 0 {
+            return None;
+        }
+    }
+    if whole + frac > 19 || matches!(b.get(end), Some(b'e' | b'E')) {
+        return None;
+    }
+    if frac > 0 {
+        f = digits_value_at(b, i + 1, end)?;
+    }
+    Some((digits_value_at(b, first, i)?, f, frac, end))
+}
+
 /// The extent of the JSON number of `b` at `at` (no whitespace before it;
 /// an exponent of one to three digits: anything longer is serde's to
 /// judge, with its range handling): where it ends, whether it is a plain
@@ -238,7 +400,7 @@ impl<'a> Cursor<'a> {
         if !integer {
             return None;
         }
-        text.parse().ok()
+        digits_value(text.as_bytes())
     }
 
     pub fn opt_u64(&mut self) -> Option<Option<u64>> {
@@ -337,5 +499,101 @@ impl<'a> Cursor<'a> {
                 return self.expect(b']');
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Digits of `n` characters, the first not a zero unless alone; biased
+    /// to nines and zeros (carries, leading zeros of a fraction).
+    fn digits(rng: &mut fastrand::Rng, n: usize, leading_zero: bool) -> String {
+        (0..n)
+            .map(|k| match rng.u8(0..4) {
+                0 => '9',
+                1 if k > 0 || leading_zero => '0',
+                _ => char::from(b'0' + rng.u8(if k == 0 && !leading_zero { 1 } else { 0 }..10)),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn digits_value_is_str_parse_to_the_bit() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut texts: Vec<String> = ["0", "18446744073709551615", "18446744073709551616"]
+            .map(str::to_owned)
+            .to_vec();
+        texts.extend((1..=9).map(|n| "9".repeat(n * 2 + 1)));
+        for _ in 0..20_000 {
+            let n = rng.usize(1..=21);
+            texts.push(digits(&mut rng, n, n == 1));
+        }
+        for t in &texts {
+            assert_eq!(digits_value(t.as_bytes()), t.parse::<u64>().ok(), "{t}");
+        }
+    }
+
+    #[test]
+    fn short_decimal_is_str_parse_to_the_bit_or_declines() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        let mut numbers: Vec<String> = [
+            "0",
+            "-0",
+            "-0.0",
+            "0.0",
+            "12.0",
+            "9007199254740992",
+            "9007199254740993",
+            "900719925474099.2",
+            "900719925474099.3",
+            "9999999999999999999",
+            "9999999999999999999.0",
+            "0.000000000000000001",
+            "196.03169799999998",
+            "81.61945319679882",
+            "340.8542512334539",
+            "1e5",
+            "1.5E-3",
+            "01",
+            "1.",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        for _ in 0..200_000 {
+            let whole = rng.usize(1..=12);
+            let mut t = String::new();
+            if rng.u8(0..8) == 0 {
+                t.push('-');
+            }
+            t += &digits(&mut rng, whole, whole == 1);
+            if rng.bool() {
+                t.push('.');
+                let frac = rng.usize(1..=20);
+                t += &digits(&mut rng, frac, true);
+            }
+            numbers.push(t);
+        }
+        let mut taken = 0;
+        for n in &numbers {
+            // Alone (the slice ends with the number), and followed by what
+            // a line has next (eight-byte reads past it).
+            for text in [n.clone(), format!("{n},\"unit\":\"ms\"}}")] {
+                let b = text.as_bytes();
+                let end = number_extent(b, 0).map(|(end, _, _)| end);
+                let mut at = 0;
+                match short_decimal(b, &mut at) {
+                    Some(v) => {
+                        taken += 1;
+                        assert_eq!(Some(at), end, "{text}");
+                        let parsed: f64 = text[..at].parse().expect("a number");
+                        assert_eq!(v.to_bits(), parsed.to_bits(), "{text}");
+                    }
+                    None => assert_eq!(at, 0, "{text}"),
+                }
+            }
+        }
+        // Most of them are short enough to be taken.
+        assert!(taken > numbers.len(), "{taken} of {}", 2 * numbers.len());
     }
 }

@@ -17,7 +17,7 @@
 
 use super::block::{Block, Change, Interest, Kind, LineRow, LineScrape, Shape, ShapeSlot, Slot};
 use super::rows::{Labels, ScrapePhase, NONE};
-use crate::artifacts::cursor::{number_extent, Cursor};
+use crate::artifacts::cursor::{digits_value, number_extent, short_decimal, Cursor};
 
 /// Shapes a block keeps (most recently used first): one per endpoint of
 /// a usual deployment.
@@ -600,10 +600,7 @@ fn u64_at(b: &[u8], at: &mut usize) -> Option<u64> {
     if !integer {
         return None;
     }
-    let mut v: u64 = 0;
-    for &d in &b[*at..end] {
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
+    let v = digits_value(&b[*at..end])?;
     *at = end;
     Some(v)
 }
@@ -624,106 +621,4 @@ fn skip_number_at(b: &[u8], at: &mut usize) -> Option<()> {
             .and_then(|t| t.parse().ok())
             .is_some_and(|v: f64| v.is_finite());
     finite.then(|| *at = end)
-}
-
-/// Powers of ten a double holds exactly.
-const POW10: [f64; 16] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-];
-
-/// Up to seven ASCII digits at `i` (the eighth byte must be another
-/// character): their value and how many, eight bytes at once. `None` for
-/// no digit, eight or more, or fewer than eight bytes left.
-#[inline(always)]
-fn seven_digits(b: &[u8], i: usize) -> Option<(u64, usize)> {
-    use crate::artifacts::cursor::LO;
-    let w = u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?);
-    // High bit set in each byte that is not a digit (exact for the lowest).
-    let other =
-        (w.wrapping_add(LO * 0x46) | w.wrapping_sub(LO * 0x30)) & crate::artifacts::cursor::HI;
-    let n = (other.trailing_zeros() / 8) as usize;
-    if n == 0 || n == 8 {
-        return None;
-    }
-    // The digits' values in the top n bytes (the first digit lowest), zero
-    // bytes below them: leading zeros. A borrow of the bytes past the
-    // digits only moves up, and those bytes are shifted out.
-    let mut v = w.wrapping_sub(LO * 0x30) << (8 * (8 - n));
-    v = (v.wrapping_mul(10) + (v >> 8)) & 0x00FF_00FF_00FF_00FF;
-    v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_FFFF_0000_FFFF;
-    v = (v.wrapping_mul(10_000) + (v >> 32)) & 0xFFFF_FFFF;
-    Some((v, n))
-}
-
-/// `-?digits(.digits)?` of at most 15 digits, without an exponent, valued
-/// at the cursor (which moves past it): the digits as an integer below
-/// 2^53 and a power of ten are both exact, so their one division is the
-/// correctly rounded value, as `str::parse` gives (Clinger's fast path).
-/// `None`, the cursor unmoved, for any other number.
-#[inline(always)]
-fn short_decimal(b: &[u8], at: &mut usize) -> Option<f64> {
-    let start = *at;
-    let negative = b.get(start) == Some(&b'-');
-    let first = start + usize::from(negative);
-    // Usually both parts are under eight digits: read eight bytes at a time.
-    let fast = seven_digits(b, first).and_then(|(m, whole)| {
-        if b[first] == b'0' && whole > 1 {
-            return None;
-        }
-        let i = first + whole;
-        match b.get(i) {
-            Some(b'.') => {
-                let (f, frac) = seven_digits(b, i + 1)?;
-                let end = i + 1 + frac;
-                (!matches!(b.get(end), Some(b'e' | b'E'))).then_some((m, f, frac, end))
-            }
-            Some(b'e' | b'E') => None,
-            _ => Some((m, 0, 0, i)),
-        }
-    });
-    let (m, f, frac, end) = match fast {
-        Some(x) => x,
-        None => digit_by_digit(b, first)?,
-    };
-    *at = end;
-    let v = if f == 0 {
-        m as f64
-    } else {
-        (m * POW10[frac] as u64 + f) as f64 / POW10[frac]
-    };
-    Some(if negative { -v } else { v })
-}
-
-/// [`short_decimal`]'s digits read one at a time (longer parts, the end of
-/// the line): the integer part, the fraction's digits as an integer, how
-/// many, and where the number ends.
-fn digit_by_digit(b: &[u8], first: usize) -> Option<(u64, u64, usize, usize)> {
-    let mut i = first;
-    let mut m: u64 = 0;
-    while let Some(d @ b'0'..=b'9') = b.get(i) {
-        m = m.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
-        i += 1;
-    }
-    let whole = i - first;
-    if whole == 0 || (b[first] == b'0' && whole > 1) {
-        return None;
-    }
-    // The fraction's digits; `12.0` is the integer 12, no division.
-    let (mut f, mut frac) = (0u64, 0);
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        let f0 = i;
-        while let Some(d @ b'0'..=b'9') = b.get(i) {
-            f = f.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
-            i += 1;
-        }
-        frac = i - f0;
-        if frac == 0 {
-            return None;
-        }
-    }
-    if whole + frac > 15 || matches!(b.get(i), Some(b'e' | b'E')) {
-        return None;
-    }
-    Some((m, f, frac, i))
 }

@@ -2,7 +2,7 @@
 //! its values and what each value is), and a next line of the same shape is
 //! read by one comparison and one value scan per value.
 
-use super::scanner::{number_value, Form, Keys, Scanner};
+use super::scanner::{number_value_at, Form, Keys, Scanner};
 use super::{phase, Meta, Metric, Record, Values, MAX_DEPTH};
 
 /// The shape of a line the scanner read: the bytes between its values (keys,
@@ -72,8 +72,11 @@ impl LineShape {
             at = to as usize;
             match slot {
                 Slot::Metric(k, form) => {
+                    // `number_of` may skip whitespace: the number is what
+                    // ends at the cursor.
                     let (text, integer) = s.number_of(form)?;
-                    values.set(k, Some(number_value(text, integer)?));
+                    let start = s.i - text.len();
+                    values.set(k, Some(number_value_at(s.b, start, text, integer)?));
                 }
                 Slot::Number(form) => drop(s.number_of(form)?),
                 Slot::String => drop(s.string()?),
