@@ -116,7 +116,11 @@ pub fn recompute(
         .collect();
     endpoints.sort_unstable();
     endpoints.dedup();
-    let spans = Spans::of(records, slack_ns);
+    // The intervals asked about end at the endpoints' scrape times.
+    let times = (endpoints.iter())
+        .flat_map(|ep| scrapes.of_endpoint(ep).into_iter().map(|(_, t)| t))
+        .collect();
+    let spans = Spans::of(records, slack_ns, times);
     let spans = match requests.unrecorded_warmup_until {
         Some(until) => spans.with_unrecorded_warmup(until.saturating_add(slack_ns)),
         None => spans,
