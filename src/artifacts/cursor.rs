@@ -29,14 +29,19 @@ pub fn bytes_eq(w: u64, c: u8) -> u64 {
     x.wrapping_sub(LO) & !x & HI
 }
 
+/// High bit set in each byte of `w` that is not '0'..='9' (exact for the
+/// lowest such byte: digits neither carry nor borrow).
+#[inline(always)]
+fn non_digits(w: u64) -> u64 {
+    (w.wrapping_add(LO * 0x46) | w.wrapping_sub(LO * 0x30)) & HI
+}
+
 /// Where the run of ASCII digits of `b` from `i` ends, eight at a time.
 #[inline(always)]
 pub fn digits_end(b: &[u8], mut i: usize) -> usize {
     while let Some(chunk) = b.get(i..i + 8) {
         let w = u64::from_le_bytes(chunk.try_into().ok().unwrap_or_default());
-        // High bit set in each byte that is not '0'..='9' (exact for the
-        // lowest: digits neither carry nor borrow).
-        let other = (w.wrapping_add(LO * 0x46) | w.wrapping_sub(LO * 0x30)) & HI;
+        let other = non_digits(w);
         if other != 0 {
             return i + (other.trailing_zeros() / 8) as usize;
         }
@@ -122,9 +127,7 @@ const MAX_EXACT: u64 = 1 << 53;
 #[inline(always)]
 fn seven_digits(b: &[u8], i: usize) -> Option<(u64, usize)> {
     let w = u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?);
-    // High bit set in each byte that is not a digit (exact for the lowest).
-    let other = (w.wrapping_add(LO * 0x46) | w.wrapping_sub(LO * 0x30)) & HI;
-    let n = (other.trailing_zeros() / 8) as usize;
+    let n = (non_digits(w).trailing_zeros() / 8) as usize;
     if n == 0 || n == 8 {
         return None;
     }
