@@ -24,7 +24,7 @@ use serde::Serialize;
 use super::{Check, CheckOutput, CheckReport, CheckStatus, Ctx, Detail};
 use crate::artifacts::records::{self, Metric, Phase, Record, RequestRef};
 use crate::config::ColdSettings;
-use crate::findings::{Finding, Moved, Severity, Unit, MAX_LISTED_IDS};
+use crate::findings::{Finding, Moved, Severity, Unit};
 use crate::model::connection::setup_ms;
 use crate::stats::{self, DiffInterval};
 
@@ -55,7 +55,10 @@ pub use crate::stats::Stat;
 
 pub use crate::model::connection::{temperature, Temperature};
 
+mod columns;
 mod report;
+
+use columns::{Part, Scratch, Walk};
 
 /// Counts per temperature for one phase.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -129,7 +132,7 @@ pub struct Report {
     /// First turns of sessions among profiling records.
     pub first_turns: usize,
     /// `x_request_id`s of the cold profiling records, in file order: the
-    /// first [`MAX_LISTED_IDS`].
+    /// first [`MAX_LISTED_IDS`](crate::findings::MAX_LISTED_IDS).
     pub cold_request_ids: Vec<RequestRef>,
     /// Cold profiling records beyond those listed (written when nonzero).
     #[serde(skip_serializing_if = "crate::findings::none_unlisted")]
@@ -183,109 +186,13 @@ impl Counts {
             Temperature::Unknown => self.unknown += 1,
         }
     }
-}
 
-/// One metric's values over the successful profiling records.
-struct Columns {
-    all: Vec<f64>,
-    warm: Vec<f64>,
-    cold: Vec<f64>,
-    /// The cold values without their DNS + connect time, by position in
-    /// `all`: what the connection alone did.
-    unconnected: Vec<(usize, f64)>,
-}
-
-impl Columns {
-    fn with_capacity(n: usize) -> Columns {
-        Columns {
-            all: Vec::with_capacity(n),
-            warm: Vec::with_capacity(n),
-            cold: Vec::with_capacity(n),
-            unconnected: Vec::with_capacity(n),
-        }
-    }
-
-    fn push(&mut self, v: f64, t: Temperature, unconnected: Option<f64>) {
-        if let Some(u) = unconnected.filter(|_| t == Temperature::Cold) {
-            self.unconnected.push((self.all.len(), u));
-        }
-        self.all.push(v);
-        match t {
-            Temperature::Warm => self.warm.push(v),
-            Temperature::Cold => self.cold.push(v),
-            Temperature::Unknown => {}
-        }
-    }
-}
-
-/// A record's value of `m` had it not paid for its connection (DNS +
-/// connect taken off the time to first token it is part of); `None` when
-/// the record lacks the times, or the metric holds no connection time.
-fn without_connection(r: &Record, m: Metric, v: f64) -> Option<f64> {
-    let c = setup_ms(r)?;
-    let scaled = |span: f64| (span > c).then(|| v * span / (span - c));
-    match m {
-        Metric::TimeToFirstToken | Metric::RequestLatency => Some((v - c).max(0.0)),
-        // Tokens over the time to first token, over the request latency.
-        Metric::PrefillThroughputPerUser => scaled(r.values.get(Metric::TimeToFirstToken)?),
-        Metric::E2eOutputTokenThroughput => scaled(r.values.get(Metric::RequestLatency)?),
-        _ => None,
-    }
-}
-
-/// One walk over the records: the counts per phase, the cold ids, the cold
-/// successful records, and for each key metric the values of the successful
-/// profiling records: all (in file order: the mean sums them in that order),
-/// warm and cold. Three columns per metric, a few MB even for a million
-/// records, instead of a walk over the records per metric.
-struct Walk<'a> {
-    profiling: Counts,
-    warmup: Counts,
-    cold_request_ids: Vec<RequestRef>,
-    cold: Vec<&'a Record>,
-    columns: Vec<Columns>,
-}
-
-impl<'a> Walk<'a> {
-    fn of(records: &'a [Record], temperatures: &[Temperature]) -> Walk<'a> {
-        let mut w = Walk {
-            profiling: Counts::default(),
-            warmup: Counts::default(),
-            cold_request_ids: Vec::new(),
-            cold: Vec::with_capacity(records.len()),
-            // Sized for every record up front: grown by doubling, they would
-            // be copied and their pages touched again at every step.
-            columns: KEY_METRICS
-                .iter()
-                .map(|_| Columns::with_capacity(records.len()))
-                .collect(),
-        };
-        for (i, r) in records.iter().enumerate() {
-            let t = crate::model::connection::temperature_at(temperatures, i);
-            if r.phase == Phase::Warmup {
-                w.warmup.add(r, t);
-                continue;
-            }
-            w.profiling.add(r, t);
-            if t == Temperature::Cold && w.cold_request_ids.len() < MAX_LISTED_IDS {
-                w.cold_request_ids.push(r.request_ref());
-            }
-            if !r.is_success() {
-                continue;
-            }
-            if t == Temperature::Cold {
-                w.cold.push(r);
-            }
-            for (&m, col) in KEY_METRICS.iter().zip(&mut w.columns) {
-                if let Some(v) = r.values.get(m) {
-                    let u = (t == Temperature::Cold)
-                        .then(|| without_connection(r, m, v))
-                        .flatten();
-                    col.push(v, t, u);
-                }
-            }
-        }
-        w
+    fn merge(&mut self, o: &Counts) {
+        self.records += o.records;
+        self.cold += o.cold;
+        self.warm += o.warm;
+        self.unknown += o.unknown;
+        self.first_turns += o.first_turns;
     }
 }
 
@@ -307,13 +214,14 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
             cannot_tell: Some(format!("{} was not read", records::FILE)),
         };
     };
+    let temperatures = &ctx.model.temperatures;
     let Walk {
         profiling: c,
         warmup: warmup_counts,
         cold_request_ids,
-        cold,
-        columns,
-    } = Walk::of(records, &ctx.model.temperatures);
+        cold_successes,
+        parts,
+    } = Walk::of(records, temperatures);
     let shares = (c.records > 0).then(|| Shares {
         cold: c.cold as f64 / c.records as f64,
         warm: c.warm as f64 / c.records as f64,
@@ -321,10 +229,11 @@ pub fn run(ctx: &Ctx) -> CheckOutput {
     });
     let all_cold = c.cold + c.warm > 0 && c.warm == 0;
     let mut reason = fields_missing(&c, &mut findings);
-    let (metrics, noise) = effects(columns, cold.len(), s, &mut findings);
+    let (metrics, noise) = effects(&parts, cold_successes, s, &mut findings);
+    drop(parts);
     let mut connection_overhead_share = None;
     if all_cold && c.records > 0 {
-        connection_overhead_share = overhead_share(&cold);
+        connection_overhead_share = overhead_share(records, temperatures);
         findings.push(all_cold_finding(
             &c,
             connection_overhead_share,
@@ -387,23 +296,35 @@ fn fields_missing(c: &Counts, findings: &mut Vec<Finding>) -> Option<String> {
     )
 }
 
-/// Every key metric's statistics, noise test and bias finding, the metrics
-/// in parallel (each a noise test and two selections over its columns),
-/// results in metric order.
+/// Every key metric's statistics, noise test and bias finding, results in
+/// metric order. The metrics are split into one group per thread; a group
+/// fills and summarises its metrics in turn in one [`Scratch`].
 fn effects(
-    columns: Vec<Columns>,
+    parts: &[Part],
     cold_requests: usize,
     s: &ColdSettings,
     findings: &mut Vec<Finding>,
 ) -> (Vec<MetricStat>, BTreeMap<&'static str, Noise>) {
-    let per_metric: Vec<_> = KEY_METRICS
-        .par_iter()
-        .zip(columns)
-        .map(|(&m, col)| metric_effect(m, col, cold_requests, s))
+    let per_group = KEY_METRICS
+        .len()
+        .div_ceil(rayon::current_num_threads().max(1));
+    let metrics: Vec<(usize, Metric)> = KEY_METRICS.iter().copied().enumerate().collect();
+    let per_metric: Vec<Vec<_>> = metrics
+        .par_chunks(per_group)
+        .map(|group| {
+            let mut scratch = Scratch::default();
+            group
+                .iter()
+                .map(|&(k, m)| {
+                    scratch.fill(k, parts);
+                    metric_effect((k, m), &mut scratch, parts, cold_requests, s)
+                })
+                .collect()
+        })
         .collect();
     let mut metrics = Vec::new();
     let mut noise = BTreeMap::new();
-    for (metric, effect) in KEY_METRICS.iter().zip(per_metric) {
+    for (metric, effect) in KEY_METRICS.iter().zip(per_metric.into_iter().flatten()) {
         if let Some((stats, n, finding)) = effect {
             metrics.extend(stats);
             findings.extend(finding);
@@ -454,39 +375,28 @@ fn all_cold_finding(c: &Counts, overhead: Option<f64>, bias_pct: f64) -> Finding
 
 /// One metric's all vs warm-only statistics, its noise test and its bias
 /// finding; `None` when no successful profiling record has the metric.
+/// `k` is the metric's position in [`KEY_METRICS`], `columns` filled with it
+/// from `parts`.
 fn metric_effect(
-    metric: Metric,
-    columns: Columns,
+    (k, metric): (usize, Metric),
+    columns: &mut Scratch,
+    parts: &[Part],
     cold_requests: usize,
     s: &ColdSettings,
 ) -> Option<(Vec<MetricStat>, Noise, Option<Finding>)> {
-    let Columns {
-        all: mut all_v,
-        warm: mut warm_v,
-        cold: cold_v,
-        unconnected,
-    } = columns;
-    if all_v.is_empty() {
+    if columns.all.is_empty() {
         return None;
     }
-    // The statistics had the cold requests not paid for their connections,
-    // taken before the selection below reorders `all_v`.
-    let unconnected_stats = (!unconnected.is_empty()).then(|| {
-        let mut v = all_v.clone();
-        for (i, u) in &unconnected {
-            v[*i] = *u;
-        }
-        stats::Summary::of_values(&mut v)
-    });
     // The noise test sums the values in file order, before the selection
     // below reorders them (its result must not depend on how selection
     // permutes a column).
-    let n = noise_of(&cold_v, &warm_v, s.min_warm);
+    let n = noise_of(&columns.cold, &columns.warm, s.min_warm);
     // Percentiles by selection: linear time, no sort of the whole column.
     let (sa, sw) = (
-        stats::Summary::of_values(&mut all_v),
-        stats::Summary::of_values(&mut warm_v),
+        stats::Summary::of_values(&mut columns.all),
+        stats::Summary::of_values(&mut columns.warm),
     );
+    let (all_v, warm_v) = (&columns.all, &columns.warm);
     let mut metrics = Vec::new();
     let mut over: Vec<Over> = Vec::new();
     for &stat in Stat::ALL {
@@ -507,6 +417,12 @@ fn metric_effect(
         });
     }
     let mut finding = bias_finding(metric, &over, cold_requests, &n);
+    // The statistics had the cold requests not paid for their connections:
+    // only what settles a finding needs them.
+    let unconnected_stats = finding
+        .as_ref()
+        .and_then(|_| columns.unconnected(k, parts))
+        .map(|v| stats::Summary::of_values(v));
     settle(
         finding.as_mut(),
         &over,
@@ -701,10 +617,18 @@ fn from_summary(s: &crate::artifacts::summary::Summary) -> Option<Finding> {
     )
 }
 
-fn overhead_share(cold: &[&Record]) -> Option<f64> {
-    let shares: Vec<f64> = cold
+/// The mean share of request latency spent in DNS + connect over the cold
+/// successful profiling records.
+fn overhead_share(records: &[Record], temperatures: &[Temperature]) -> Option<f64> {
+    let shares: Vec<f64> = records
         .iter()
-        .filter_map(|r| {
+        .enumerate()
+        .filter(|(i, r)| {
+            r.phase != Phase::Warmup
+                && r.is_success()
+                && crate::model::connection::temperature_at(temperatures, *i) == Temperature::Cold
+        })
+        .filter_map(|(_, r)| {
             let lat = r.values.get(Metric::RequestLatency)?;
             let paid = setup_ms(r)?;
             (lat > 0.0).then(|| (paid / lat).min(1.0))
@@ -729,5 +653,66 @@ fn empty(thresholds: Thresholds) -> Report {
         connection_overhead_share: None,
         metrics: Vec::new(),
         noise: BTreeMap::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The walk cut into parts of any size says what the walk in one part
+    /// says, to the bit: the counts, the first cold ids in file order, and
+    /// every metric's statistics, noise test and finding (a real AIPerf run
+    /// with cold and warm requests, errors and bias findings).
+    #[test]
+    fn a_walk_in_parts_says_what_one_walk_says() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-artifacts/runs/cold-tls");
+        let run = crate::artifacts::load(&dir);
+        let settings = crate::config::Settings::default();
+        let model = crate::model::RunModel::build(&run, &settings);
+        // The run ten times over (as benches/make_big_run.py repeats it), so
+        // that the cold ids pass the listed limit inside a part.
+        let once = run
+            .records
+            .as_ref()
+            .map(|r| r.records.as_slice())
+            .unwrap_or(&[]);
+        let records: Vec<Record> = (0..10).flat_map(|_| once.iter().cloned()).collect();
+        let temperatures: Vec<Temperature> = (0..10)
+            .flat_map(|_| model.temperatures.iter().copied())
+            .collect();
+        let records = records.as_slice();
+        let say = |part: usize| {
+            let w = Walk::in_parts(records, &temperatures, part);
+            assert_eq!(
+                w.parts.len(),
+                records.len().div_ceil(part),
+                "parts of {part}"
+            );
+            let mut findings = Vec::new();
+            let (metrics, noise) =
+                effects(&w.parts, w.cold_successes, &settings.cold, &mut findings);
+            let ids: Vec<String> = w.cold_request_ids.iter().map(ToString::to_string).collect();
+            serde_json::to_string(&(
+                (&w.profiling, &w.warmup, w.cold_successes, ids),
+                metrics,
+                noise,
+                findings,
+            ))
+            .unwrap_or_default()
+        };
+        let whole = say(records.len());
+        assert!(whole.contains(COLD_CONNECTION_BIAS.as_str()), "{whole}");
+        let cold = Walk::in_parts(records, &temperatures, records.len())
+            .profiling
+            .cold;
+        assert!(
+            cold > crate::findings::MAX_LISTED_IDS,
+            "{cold} cold records"
+        );
+        for part in [1, 2, 3, 7, 64, 100, records.len() - 1] {
+            assert_eq!(say(part), whole, "parts of {part}");
+        }
     }
 }
