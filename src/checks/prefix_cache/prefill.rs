@@ -57,12 +57,17 @@ pub fn prefill_groups<'a>(ok: impl Iterator<Item = &'a Record>) -> Vec<PrefillGr
         return Vec::new();
     }
     let group = |name: PrefillGroupKind, keep: &dyn Fn(bool) -> bool| {
-        let sel: Vec<_> = rows.iter().filter(|r| keep(r.0)).collect();
-        let published = stats::mean(&sel.iter().map(|r| r.1).collect::<Vec<_>>());
-        let uncached = stats::mean(&sel.iter().map(|r| r.2).collect::<Vec<_>>());
+        // Summed from the rows in place, in their order, as `stats::mean`
+        // sums a column of them (no column is made: three groups of two
+        // were six copies of the rows).
+        let sel = || rows.iter().filter(|r| keep(r.0));
+        let n = sel().count();
+        let mean =
+            |v: fn(&(bool, f64, f64)) -> f64| (n > 0).then(|| sel().map(v).sum::<f64>() / n as f64);
+        let (published, uncached) = (mean(|r| r.1), mean(|r| r.2));
         PrefillGroup {
             group: name,
-            records: sel.len(),
+            records: n,
             published_mean: published,
             uncached_mean: uncached,
             overstatement_pct: stats::bias_pct(published, uncached),
