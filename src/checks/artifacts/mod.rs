@@ -10,14 +10,12 @@
 //!
 //! Why it matters: every other check stands on these counts.
 
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
-
 use std::sync::Arc;
 
 use serde::Serialize;
 
 mod agreement;
+mod duplicates;
 
 use super::{Check, CheckOutput, CheckReport, Ctx};
 use crate::artifacts::records::{self, Metric, Phase};
@@ -466,25 +464,12 @@ fn manifest_agreement(ctx: &Ctx, findings: &mut Vec<Finding>) {
 }
 
 fn record_sanity(records: &[records::Record], findings: &mut Vec<Finding>) {
-    // foldhash: several times faster than SipHash on these ids, and seeded
-    // per process, so a file cannot be crafted to make the lookups collide.
-    let mut first_line: HashMap<&records::Id, u64, foldhash::fast::RandomState> =
-        HashMap::with_capacity_and_hasher(records.len(), Default::default());
-    let mut duplicates = Vec::new();
-    let mut backwards = Vec::new();
-    for r in records {
-        if let Some(id) = r.x_request_id.as_ref() {
-            match first_line.entry(id) {
-                Entry::Occupied(first) => duplicates.push((id, *first.get(), r.line)),
-                Entry::Vacant(slot) => {
-                    slot.insert(r.line);
-                }
-            }
-        }
-        if r.request_end_ns < r.request_start_ns {
-            backwards.push(r.line);
-        }
-    }
+    let duplicates = duplicates::duplicate_ids(records);
+    let backwards: Vec<u64> = records
+        .iter()
+        .filter(|r| r.request_end_ns < r.request_start_ns)
+        .map(|r| r.line)
+        .collect();
     for (id, first, line) in duplicates.iter().take(20) {
         findings.push(
             Finding::new(
