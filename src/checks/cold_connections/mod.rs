@@ -662,57 +662,68 @@ mod tests {
 
     /// The walk cut into parts of any size says what the walk in one part
     /// says, to the bit: the counts, the first cold ids in file order, and
-    /// every metric's statistics, noise test and finding (a real AIPerf run
-    /// with cold and warm requests, errors and bias findings).
+    /// every metric's statistics, noise test and finding. On two real AIPerf
+    /// runs: cold-tls (cold and warm requests, bias findings) and
+    /// cancel-vllm (cold requests and cancelled ones, which are counted but
+    /// give no values).
     #[test]
     fn a_walk_in_parts_says_what_one_walk_says() {
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-artifacts/runs/cold-tls");
-        let run = crate::artifacts::load(&dir);
-        let settings = crate::config::Settings::default();
-        let model = crate::model::RunModel::build(&run, &settings);
-        // The run ten times over (as benches/make_big_run.py repeats it), so
-        // that the cold ids pass the listed limit inside a part.
-        let once = run
-            .records
-            .as_ref()
-            .map(|r| r.records.as_slice())
-            .unwrap_or(&[]);
-        let records: Vec<Record> = (0..10).flat_map(|_| once.iter().cloned()).collect();
-        let temperatures: Vec<Temperature> = (0..10)
-            .flat_map(|_| model.temperatures.iter().copied())
-            .collect();
-        let records = records.as_slice();
-        let say = |part: usize| {
-            let w = Walk::in_parts(records, &temperatures, part);
-            assert_eq!(
-                w.parts.len(),
-                records.len().div_ceil(part),
-                "parts of {part}"
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut said = String::new();
+        let mut unsuccessful = 0;
+        for dir in [
+            "sample-artifacts/runs/cold-tls",
+            "fixtures/accounting/cancel-vllm",
+        ] {
+            let run = crate::artifacts::load(&root.join(dir));
+            let settings = crate::config::Settings::default();
+            let model = crate::model::RunModel::build(&run, &settings);
+            // The run thirty times over (as benches/make_big_run.py repeats
+            // it), so that the cold ids pass the listed limit inside a part.
+            let once = run
+                .records
+                .as_ref()
+                .map(|r| r.records.as_slice())
+                .unwrap_or(&[]);
+            unsuccessful += once.iter().filter(|r| !r.is_success()).count();
+            let records: Vec<Record> = (0..30).flat_map(|_| once.iter().cloned()).collect();
+            let temperatures: Vec<Temperature> = (0..30)
+                .flat_map(|_| model.temperatures.iter().copied())
+                .collect();
+            let records = records.as_slice();
+            let say = |part: usize| {
+                let w = Walk::in_parts(records, &temperatures, part);
+                assert_eq!(
+                    w.parts.len(),
+                    records.len().div_ceil(part),
+                    "{dir}: parts of {part}"
+                );
+                let mut findings = Vec::new();
+                let (metrics, noise) =
+                    effects(&w.parts, w.cold_successes, &settings.cold, &mut findings);
+                let ids: Vec<String> = w.cold_request_ids.iter().map(ToString::to_string).collect();
+                serde_json::to_string(&(
+                    (&w.profiling, &w.warmup, w.cold_successes, ids),
+                    metrics,
+                    noise,
+                    findings,
+                ))
+                .unwrap_or_default()
+            };
+            let whole = say(records.len());
+            let cold = Walk::in_parts(records, &temperatures, records.len())
+                .profiling
+                .cold;
+            assert!(
+                cold > crate::findings::MAX_LISTED_IDS,
+                "{dir}: {cold} cold records"
             );
-            let mut findings = Vec::new();
-            let (metrics, noise) =
-                effects(&w.parts, w.cold_successes, &settings.cold, &mut findings);
-            let ids: Vec<String> = w.cold_request_ids.iter().map(ToString::to_string).collect();
-            serde_json::to_string(&(
-                (&w.profiling, &w.warmup, w.cold_successes, ids),
-                metrics,
-                noise,
-                findings,
-            ))
-            .unwrap_or_default()
-        };
-        let whole = say(records.len());
-        assert!(whole.contains(COLD_CONNECTION_BIAS.as_str()), "{whole}");
-        let cold = Walk::in_parts(records, &temperatures, records.len())
-            .profiling
-            .cold;
-        assert!(
-            cold > crate::findings::MAX_LISTED_IDS,
-            "{cold} cold records"
-        );
-        for part in [1, 2, 3, 7, 64, 100, records.len() - 1] {
-            assert_eq!(say(part), whole, "parts of {part}");
+            for part in [1, 2, 3, 7, 64, 100, records.len() - 1] {
+                assert_eq!(say(part), whole, "{dir}: parts of {part}");
+            }
+            said.push_str(&whole);
         }
+        assert!(said.contains(COLD_CONNECTION_BIAS.as_str()), "{said}");
+        assert!(unsuccessful > 0, "a run holds unsuccessful records");
     }
 }
