@@ -99,6 +99,8 @@ pub struct AuditArgs {
     pub config: Option<PathBuf>,
     /// Check published claims (a TOML file of [[claim]] entries) against the
     /// artifacts after cleaning; see docs/ci.md.
+    // `[[claim]]` is TOML, shown as written by --help, not a rustdoc link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
     /// Accept the findings of an earlier audit: its JSON report. Only

@@ -4,7 +4,7 @@
 //! family, one series per (endpoint, label set) with its delta over the
 //! profiling phase (`metrics`) and over warmup (`warmup_metrics`). Schemas
 //! 1.0 and 1.1 share the fields read here. Counter names arrive without their
-//! `_total` suffix; [`Family::lookup`] accepts both spellings.
+//! `_total` suffix; [`lookup`] accepts both spellings.
 
 use std::collections::BTreeMap;
 

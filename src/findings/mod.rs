@@ -61,7 +61,7 @@ pub struct CodeDef {
     pub summary: &'static str,
 }
 
-/// A stable finding code. Each check defines its own with [`define_codes!`]
+/// A stable finding code. Each check defines its own with [`crate::define_codes!`]
 /// in its module and lists them in the registry ([`crate::checks::ALL`]);
 /// [`crate::codes`] and [`crate::code`] go through the
 /// registry, so the codes, `artifact-check codes` and `docs/checks.md` (a

@@ -10,7 +10,7 @@ use super::serde_path::{bad_line_finding, parse_line, LineOutcome, LineText};
 use super::{fast, Metric, Phase, Record, RecordsRead, BLOCK_BYTES, FILE, MAX_LINE_BYTES};
 use crate::findings::{not_listed, reading, Finding, MAX_LISTED};
 
-/// [`read_from`], told the input's size so the record vector is sized once
+/// [`super::read_from`], told the input's size so the record vector is sized once
 /// (from the first block's bytes per line) instead of doubling: doubling a
 /// vector of hundreds of thousands of records briefly holds two of them.
 pub fn read_sized(input: &mut (dyn Read + Send), size: Option<u64>) -> io::Result<RecordsRead> {

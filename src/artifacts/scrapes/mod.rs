@@ -6,10 +6,10 @@
 //!
 //! The file can be gigabytes (an hour of scrapes of two endpoints is
 //! 300 MB), so it is never held: it is read in blocks of about 2 MiB cut at
-//! line ends, each scanned by a rayon worker ([`scan`], with serde's
-//! [`reference`] reading for the lines the scanner gives up on, so a bad
+//! line ends, each scanned by a rayon worker (`scan`, with serde's
+//! `reference` reading for the lines the scanner gives up on, so a bad
 //! line's finding names its line and field), and merged in file order into
-//! columns ([`store`]): only the families the checks read (the export's
+//! columns (`store`): only the families the checks read (the export's
 //! gauges are dropped after typing them), label sets and bounds interned,
 //! buckets delta-coded per series.
 

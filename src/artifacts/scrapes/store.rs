@@ -99,7 +99,7 @@ struct Chain {
 /// Where a reader going through one series' rows stands: the last rows it
 /// decoded (a few: a reader in state order visits two scrapes answered out
 /// of order the other way round) and their bucket counts
-/// ([`Store::buckets_after`]).
+/// (`Store::buckets_after`).
 #[derive(Debug, Default, Clone)]
 pub struct SeriesCursor {
     /// (row, bounds id, counts), the latest last.

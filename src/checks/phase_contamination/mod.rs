@@ -7,9 +7,9 @@
 //! the count in `metrics` (profiling) and `warmup_metrics` must match the
 //! phase's requests. Each mismatch is classified (late warmup observation,
 //! profiling observation lost to warmup, unexplained excess or deficit;
-//! [`classify`]) and diagnosed ([`diagnose`]), the phase windows are checked
-//! for overlap and counters for timeslices that start early ([`windows`]),
-//! and series for resets ([`resets`]). With the raw scrapes
+//! `classify`) and diagnosed (`diagnose`), the phase windows are checked
+//! for overlap and counters for timeslices that start early (`windows`),
+//! and series for resets (`resets`). With the raw scrapes
 //! (`server_metrics_export.jsonl`) each scrape interval's increments are
 //! attributed to the requests whose observation time falls in it (the
 //! attribution engine, [`crate::model::attribution`]), and a corrected split

@@ -6,13 +6,13 @@
 //! successful profiling records ([`crate::model::cache`]), for warmup too and
 //! over warm records only; AIPerf's own `overall_usage_prompt_cache_read_pct`
 //! against it; the server-side rate by every framework formula whose counters
-//! exist ([`server`]); the gap in percentage points; server vs client
+//! exist (`server`); the gap in percentage points; server vs client
 //! prompt-token totals, with the difference attributed to requests that
 //! crossed the warmup/profiling boundary when their prompt tokens account for
-//! it exactly ([`boundary`]); the headline rate recomputed from the raw
-//! scrapes over the true profiling requests ([`raw_scrapes`]); and the prefill
+//! it exactly (`boundary`); the headline rate recomputed from the raw
+//! scrapes over the true profiling requests (`raw_scrapes`); and the prefill
 //! throughput over uncached tokens beside AIPerf's
-//! `prefill_throughput_per_user` ([`prefill`]).
+//! `prefill_throughput_per_user` (`prefill`).
 //!
 //! Why it matters: a wrongly tagged baseline scrape moved published hit rates
 //! by 1 to 6 points in a user's report, and cached tokens that were never
