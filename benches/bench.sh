@@ -14,7 +14,8 @@
 #     (benches/make_scrapes.py), the full check and `wc -l` on that file;
 #   - every report format of the full check (`--format F`), its time and size;
 # and then the stages of one check (examples/stage_times: load, model, each
-# check, the JSON report), the fastest of three, each against the read.
+# check, the JSON report), the fastest of three, each against the read: of
+# the records run and of the raw-scrapes run.
 # The default decides huge pages itself: on, unless this machine is a VM
 # whose balloon reports free pages to the host (src/alloc.rs).
 # Prints wall time, throughput (GB/s, records/s), peak RSS and the ratios.
@@ -75,6 +76,7 @@ for _ in 1 2 3; do
     "$bin" --format "$f" "$work/big" 2> /dev/null | wc -c > "$work/size_$f" || true
   done
   target/release/examples/stage_times "$work/big" >> "$work/stages"
+  target/release/examples/stage_times "$work/scrapes" >> "$work/stages_scrapes"
 done
 
 python3 - "$work/runs" "$bytes" "$records" "$SMALL_RUNS" "$(stat -c %s "$scrapes")" "$work" "$FORMATS" <<'PY'
@@ -111,16 +113,17 @@ for f in formats:
     t, _ = rows[f"format_{f}"]
     size = open(os.path.join(work, f"size_{f}")).read().strip()
     print(f"{f:10} {t:7.2f} {int(size):10}")
-stages = {}
-for line in open(os.path.join(work, "stages")):
-    parts = line.split()
-    if len(parts) >= 3 and parts[-1] == "s" and not line.startswith("drop"):
-        name = " ".join(parts[:-2])
-        stages[name] = min(stages.get(name, float("inf")), float(parts[-2]))
-load = stages.get("load")
-print("stages of one check, one thread each (fastest of three), and as a share of the load:")
-for name, t in stages.items():
-    print(f"  {name:20} {t:7.3f} s {t / load:7.1%}")
+for file, what in (("stages", "records"), ("stages_scrapes", "raw scrapes")):
+    stages = {}
+    for line in open(os.path.join(work, file)):
+        parts = line.split()
+        if len(parts) >= 3 and parts[-1] == "s" and not line.startswith("drop"):
+            name = " ".join(parts[:-2])
+            stages[name] = min(stages.get(name, float("inf")), float(parts[-2]))
+    load = stages.get("load")
+    print(f"stages of one check of the {what} run, one thread each (fastest of three), and as a share of the load:")
+    for name, t in stages.items():
+        print(f"  {name:20} {t:7.3f} s {t / load:7.1%}")
 print("every run, in round order (s): " + "; ".join(
     f"{name} {' '.join(f'{t:.2f}' for t in ts)}" for name, ts in every.items()))
 PY
