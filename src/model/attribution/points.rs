@@ -159,6 +159,9 @@ pub fn cumulative(
     };
     let mut adder = Adder::new(keep);
     for (i, &(s, t)) in ordered.iter().enumerate() {
+        if i % WARM_SCRAPES == 0 {
+            warm(scrapes, &ordered[i..], &groups[i..]);
+        }
         if first.is_some_and(|f| i < f) {
             out.push_zero(s, t);
             continue;
@@ -174,6 +177,38 @@ pub fn cumulative(
         }
     }
     out
+}
+
+/// Scrapes read into the cache together before the walk adds them, and at
+/// most how many samples (a family with thousands of series per scrape
+/// would otherwise evict what it warmed before the walk reaches it).
+const WARM_SCRAPES: usize = 32;
+const WARM_SAMPLES: usize = 2048;
+
+/// Reads the values and sums of the family's samples of the next
+/// [`WARM_SCRAPES`] scrapes of `ordered` (their groups `groups`), in one
+/// short loop whose loads do not wait on each other. A family's samples of
+/// consecutive scrapes are a scrape apart in the store, so each scrape's
+/// costs cache misses; missed together, in this loop, they cost about what
+/// one does, where the walk's work between them made them one after another
+/// (`cumulative` of 24 families of a 642 MB file: about 30 % less time,
+/// docs/performance.md). Reads only: the points do not change.
+fn warm(scrapes: &ScrapesRead, ordered: &[(&Scrape, u64)], groups: &[Option<usize>]) {
+    let mut seen = 0u64;
+    let mut samples = 0;
+    for (&(s, _), g) in ordered.iter().zip(groups).take(WARM_SCRAPES) {
+        let Some(g) = *g else {
+            continue;
+        };
+        for x in scrapes.samples_at(s, g).take(WARM_SAMPLES - samples) {
+            seen ^= x.cumulative().map_or(0, f64::to_bits) ^ x.sum().map_or(0, f64::to_bits);
+            samples += 1;
+        }
+        if samples >= WARM_SAMPLES {
+            break;
+        }
+    }
+    std::hint::black_box(seen);
 }
 
 impl Points {
