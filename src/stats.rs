@@ -89,7 +89,14 @@ pub fn sorted(values: impl IntoIterator<Item = f64>) -> Vec<f64> {
 
 /// Arithmetic mean.
 pub fn mean(values: &[f64]) -> Option<f64> {
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    mean_of(values.iter().copied())
+}
+
+/// [`mean`] of values made by `values` (walked twice: counted, then summed
+/// in order), for a caller that would otherwise copy them into a column.
+pub fn mean_of(values: impl Iterator<Item = f64> + Clone) -> Option<f64> {
+    let n = values.clone().count();
+    (n > 0).then(|| values.sum::<f64>() / n as f64)
 }
 
 /// Sample variance (ddof = 1).

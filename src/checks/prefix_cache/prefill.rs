@@ -57,14 +57,14 @@ pub fn prefill_groups<'a>(ok: impl Iterator<Item = &'a Record>) -> Vec<PrefillGr
         return Vec::new();
     }
     let group = |name: PrefillGroupKind, keep: &dyn Fn(bool) -> bool| {
-        // Summed from the rows in place, in their order, as `stats::mean`
-        // sums a column of them (no column is made: three groups of two
-        // were six copies of the rows).
+        // Means of the rows in place (no column is made: three groups of
+        // two were six copies of the rows).
         let sel = || rows.iter().filter(|r| keep(r.0));
         let n = sel().count();
-        let mean =
-            |v: fn(&(bool, f64, f64)) -> f64| (n > 0).then(|| sel().map(v).sum::<f64>() / n as f64);
-        let (published, uncached) = (mean(|r| r.1), mean(|r| r.2));
+        let (published, uncached) = (
+            stats::mean_of(sel().map(|r| r.1)),
+            stats::mean_of(sel().map(|r| r.2)),
+        );
         PrefillGroup {
             group: name,
             records: n,
