@@ -734,4 +734,79 @@ mod tests {
         }
         assert_agrees(text.as_bytes());
     }
+
+    /// The read of many chunks by every worker at once (on the main
+    /// thread) says what the read of them one after the other (on a rayon
+    /// worker, a run among many) says: the same scrapes and findings, bad
+    /// lines among them; and past the columns' cap nothing of the rest of
+    /// the file is reported, however many chunks the workers had scanned
+    /// ahead (before, the bad lines of a batch's later chunks were).
+    #[test]
+    fn the_parallel_read_says_what_the_sequential_read_says() {
+        let mut text = String::new();
+        let files = committed_scrape_files();
+        while text.len() < 6 * source::BLOCK_BYTES {
+            for path in &files {
+                let data = std::fs::read_to_string(path).expect("utf-8 scrapes");
+                for (i, line) in data.lines().enumerate() {
+                    text.push_str(if i % 997 == 5 {
+                        "{\"endpoint_url\":3}"
+                    } else {
+                        line
+                    });
+                    text.push('\n');
+                }
+            }
+        }
+        let new_set = |i: usize| {
+            format!(
+                "{{\"endpoint_url\":\"u\",\"timestamp_ns\":{i},\"metrics\":{{\"c\":[{{\"labels\":{{\"id\":\"{i}\"}},\"value\":1}}]}}}}\n"
+            )
+        };
+        let summary = |r: &ScrapesRead| {
+            let scrapes: Vec<(u64, u64, u32)> = (r.scrapes.iter())
+                .map(|s| (s.line, s.timestamp_ns, s.endpoint))
+                .collect();
+            let findings: Vec<(Option<u64>, String)> = (r.findings.iter())
+                .map(|f| (f.line, f.message.clone()))
+                .collect();
+            (scrapes, findings)
+        };
+        let parallel = read_from(text.as_bytes()).expect("reads");
+        let sequential = rayon::scope(|_| read_from(text.as_bytes())).expect("reads");
+        assert!(parallel.scrapes.len() > 1000, "{}", parallel.scrapes.len());
+        assert!(parallel.findings.len() > 3, "{:?}", parallel.findings);
+        assert!(summary(&parallel) == summary(&sequential));
+        // Ever-new label sets past the cap, then several chunks of bad lines.
+        let lines_before = text.lines().count() as u64;
+        for i in 0..store::MAX_LABEL_SETS + 10 {
+            text.push_str(&new_set(i));
+        }
+        while text.len() < 16 * source::BLOCK_BYTES {
+            text.push_str("{\"endpoint_url\":3}\n");
+        }
+        let parallel = read_from(text.as_bytes()).expect("reads");
+        let sequential = rayon::scope(|_| read_from(text.as_bytes())).expect("reads");
+        // Which line the cap finding names depends on where a block's own
+        // names filled (a block keeps its names from chunk to chunk): the
+        // line that passed the cap, or the first line of the block the
+        // columns refused. Everything else is the same.
+        let cap = crate::findings::reading::UNREADABLE_FILE;
+        let (mut p, mut s) = (summary(&parallel), summary(&sequential));
+        assert_eq!(p.0, s.0, "the same scrapes kept");
+        // Past the cap nothing is kept, and the bad lines after it are
+        // not reported.
+        let last_kept = p.0.last().map(|x| x.0).expect("scrapes kept");
+        let past_cap = lines_before + store::MAX_LABEL_SETS as u64;
+        assert!(last_kept < past_cap, "{last_kept} >= {past_cap}");
+        for (read, found) in [(&parallel, &mut p), (&sequential, &mut s)] {
+            let capped = (read.findings.iter()).filter(|f| f.code == cap).count();
+            assert_eq!(capped, 1, "{:?}", read.findings);
+            found.1.retain(|f| !f.1.contains("than the reader holds"));
+            // No problem of a line the reader did not read (the bad lines
+            // are before the new label sets and after them).
+            assert!((found.1.iter()).all(|f| f.0.is_some_and(|l| l <= lines_before)));
+        }
+        assert_eq!(p.1, s.1);
+    }
 }

@@ -3,9 +3,10 @@
 //! order, the caps held (a block stops at the line that passes one, the
 //! merge refuses it and the rest of the file with a finding).
 
+use std::collections::BTreeMap;
 use std::io::Read;
-
-use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use super::block::{Block, Interest, Problem};
 use super::source::{Chunk, Source};
@@ -20,53 +21,135 @@ pub fn read_from(input: impl Read + Send) -> std::io::Result<ScrapesRead> {
 }
 
 /// Reads the raw-scrape JSON lines, keeping the families of `interest`;
-/// `size`, when known, sizes the columns once. Blocks are scanned by the
-/// rayon workers a batch at a time while the batch before is merged (in
-/// file order) and the next one read.
+/// `size`, when known, sizes the columns once.
+///
+/// Every worker of the pool takes the next chunk of lines under one lock
+/// (the read is sequential), scans it into a block of its own without
+/// any lock, then, under a second lock, merges every block now next in
+/// file order into the columns (a block scanned ahead of its turn waits).
+/// No worker waits for the others between chunks: with batches and a
+/// barrier after each, a worker sat idle while the last chunk of a batch
+/// was scanned (1.66-1.68 CPUs busy of 2; docs/performance.md).
+///
+/// On a rayon worker (many runs audited at once, one per worker) the chunks
+/// are read on this thread, one after the other: the runs are the
+/// parallelism, and a worker blocked waiting for the pool could leave none
+/// to do the work.
 pub fn read_with(
     input: impl Read + Send,
     interest: &Interest,
     size: Option<u64>,
 ) -> std::io::Result<ScrapesRead> {
-    let mut src = Source::new(input);
-    let mut out = ScrapesRead::default();
-    let mut merge = Merge {
-        size,
-        ..Merge::default()
-    };
-    let batch = 2 * rayon::current_num_threads().max(1);
-    let mut chunks = src.batch(batch)?;
-    // Two sets of blocks: one scanned while the other is merged; each
-    // block's allocations reused from chunk to chunk.
-    let (mut scanning, mut parsed): (Vec<Block>, Vec<Block>) = Default::default();
-    while !chunks.is_empty() || !parsed.is_empty() {
-        scanning.resize_with(chunks.len(), Block::default);
-        let ((), next) = rayon::join(
-            || {
-                (chunks.par_iter())
-                    .zip(scanning.par_iter_mut())
-                    .for_each(|(c, b)| read_block(c, interest, b));
-            },
-            || {
-                for b in parsed.iter_mut() {
-                    merge.add(&mut out, b);
-                    b.reset();
+    let merging = Mutex::new(Merging {
+        merge: Merge {
+            size,
+            ..Merge::default()
+        },
+        out: ScrapesRead::default(),
+        waiting: BTreeMap::new(),
+        next: 0,
+        spare: Vec::new(),
+    });
+    let reading = Mutex::new(Reading {
+        src: Source::new(input),
+        seq: 0,
+        done: false,
+        error: None,
+    });
+    // Once the columns are full nothing more is kept: no chunk is read.
+    let full = AtomicBool::new(false);
+    let work = || {
+        let mut block = Block::default();
+        let mut used: Option<Chunk> = None;
+        loop {
+            let (seq, chunk) = {
+                let mut r = reading.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(c) = used.take() {
+                    r.src.recycle(c);
                 }
-                src.batch(batch)
-            },
-        );
-        for c in chunks.drain(..) {
-            src.recycle(c);
+                if r.done || full.load(Ordering::Relaxed) {
+                    break;
+                }
+                match r.src.next_chunk() {
+                    Ok(Some(c)) => {
+                        r.seq += 1;
+                        (r.seq - 1, c)
+                    }
+                    Ok(None) => {
+                        r.done = true;
+                        break;
+                    }
+                    Err(e) => {
+                        (r.done, r.error) = (true, Some(e));
+                        break;
+                    }
+                }
+            };
+            read_block(&chunk, interest, &mut block);
+            used = Some(chunk);
+            let mut m = merging.lock().unwrap_or_else(PoisonError::into_inner);
+            m.waiting.insert(seq, block);
+            m.merge_ready();
+            full.store(m.merge.full, Ordering::Relaxed);
+            block = m.spare.pop().unwrap_or_default();
         }
-        std::mem::swap(&mut scanning, &mut parsed);
-        chunks = next?;
-        if merge.full {
-            // Past a cap nothing more is kept: the rest is not read either.
-            break;
-        }
+    };
+    if rayon::current_thread_index().is_some() {
+        work();
+    } else {
+        rayon::broadcast(|_| work());
     }
+    if let Some(e) = reading
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+        .error
+    {
+        return Err(e);
+    }
+    let Merging {
+        mut merge, mut out, ..
+    } = merging.into_inner().unwrap_or_else(PoisonError::into_inner);
     merge.finish(&mut out);
     Ok(out)
+}
+
+/// The input's side of [`read_with`]: chunks handed out in file order.
+struct Reading<R> {
+    src: Source<R>,
+    /// The number of the next chunk.
+    seq: u64,
+    /// The input ended, or failed.
+    done: bool,
+    error: Option<std::io::Error>,
+}
+
+/// The columns' side of [`read_with`]: blocks merged in file order.
+struct Merging {
+    merge: Merge,
+    out: ScrapesRead,
+    /// Blocks scanned ahead of their turn, by chunk number.
+    waiting: BTreeMap<u64, Block>,
+    /// The chunk merged next.
+    next: u64,
+    /// Merged blocks, emptied, for the next chunks.
+    spare: Vec<Block>,
+}
+
+impl Merging {
+    /// Merges every waiting block that is next in file order. Past the
+    /// columns' caps a block is dropped whole (its bad lines too: the
+    /// finding says the rest of the file is not read), whichever worker
+    /// scanned it, so what is reported does not depend on the threads.
+    fn merge_ready(&mut self) {
+        while let Some(mut b) = self.waiting.remove(&self.next) {
+            self.next += 1;
+            if !self.merge.full {
+                self.merge.add(&mut self.out, &mut b);
+            }
+            b.reset();
+            self.spare.push(b);
+        }
+    }
 }
 
 /// Reads a chunk's lines (numbered from 1 in the block) into the empty
@@ -163,7 +246,17 @@ impl Merge {
     fn add(&mut self, out: &mut ScrapesRead, b: &mut Block) {
         let base = self.base;
         self.base += b.lines;
+        let refused = self.full || b.over_cap.is_some() || !out.store.fits(b);
+        // The block's first line read (or where it stopped): a refused block
+        // is refused whole, and the file is not read from there on, so its
+        // problems from there on are not reported either (whichever worker
+        // scanned the block and wherever its chunk ends).
+        let first = b.scrapes.first().map(|s| s.line).or(b.over_cap);
+        let unread_from = first.filter(|_| refused);
         for p in &b.problems {
+            if unread_from.is_some_and(|at| p.line >= at) {
+                continue;
+            }
             let line = base + p.line;
             if out.findings.len() >= MAX_LISTED {
                 self.unlisted += 1;
@@ -184,10 +277,8 @@ impl Merge {
                 None => f,
             });
         }
-        if self.full || b.over_cap.is_some() || !out.store.fits(b) {
-            // The block's first line read (or where it stopped): the block
-            // is refused whole; the line that passed a cap, when known.
-            let first = b.scrapes.first().map(|s| s.line).or(b.over_cap);
+        if refused {
+            // The line that passed a cap, when known.
             if let Some(first) = first.filter(|_| !self.full) {
                 let at = b.over_cap.unwrap_or(first);
                 let lost = if at == first {

@@ -39,18 +39,6 @@ impl<R: Read> Source<R> {
         }
     }
 
-    /// Up to `n` chunks.
-    pub fn batch(&mut self, n: usize) -> std::io::Result<Vec<Chunk>> {
-        let mut out = Vec::with_capacity(n);
-        while out.len() < n {
-            match self.next_chunk()? {
-                Some(c) => out.push(c),
-                None => break,
-            }
-        }
-        Ok(out)
-    }
-
     pub fn recycle(&mut self, c: Chunk) {
         if let Chunk::Lines(b) = c {
             if b.capacity() <= 2 * BLOCK_BYTES {
@@ -67,8 +55,9 @@ impl<R: Read> Source<R> {
         Ok(n)
     }
 
-    /// The next chunk: about [`BLOCK_BYTES`] of whole lines.
-    fn next_chunk(&mut self) -> std::io::Result<Option<Chunk>> {
+    /// The next chunk: about [`BLOCK_BYTES`] of whole lines; `None` at the
+    /// end.
+    pub fn next_chunk(&mut self) -> std::io::Result<Option<Chunk>> {
         let mut buf = self.spare.pop().unwrap_or_default();
         buf.clear();
         buf.extend_from_slice(&self.carry);
