@@ -44,8 +44,6 @@ pub mod text;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use rayon::prelude::*;
-
 use crate::checks::Ctx;
 use crate::claims::Claim;
 pub use crate::config::CodeFilter;
@@ -483,8 +481,8 @@ pub fn audit_with_progress(
 
 /// Audits every run under `paths` and hands each report to `emit` in path
 /// order as soon as it and those before it are done, keeping no more than a
-/// batch of runs (a few per worker) in memory: 10,000 runs cost what a batch
-/// costs, not what all of them do. Returns the path errors and the summary,
+/// window of runs (four per worker) in memory: 10,000 runs cost what a
+/// window costs, not what all of them do. Returns the path errors and the summary,
 /// which are only known at the end. An `emit` error stops the audit.
 pub fn audit_each(
     paths: &[PathBuf],
@@ -502,22 +500,67 @@ pub fn audit_each(
         r
     };
     let mut tally = Tally::new(settings);
-    if dirs.len() == 1 {
+    if dirs.len() == 1 || rayon::current_thread_index().is_some() {
         // One run: audited from this thread, so its reader can use the
-        // whole pool.
-        let r = audit_one(&dirs[0]);
-        tally.add(&r, settings);
-        emit(r)?;
-    } else {
-        // Many: one per worker, in batches emitted in order.
-        let batch = rayon::current_num_threads().max(1) * 4;
-        for chunk in dirs.chunks(batch) {
-            let reports: Vec<RunReport> = chunk.par_iter().map(audit_one).collect();
-            for r in reports {
-                tally.add(&r, settings);
-                emit(r)?;
-            }
+        // whole pool. Called on a worker of a pool (a library caller's):
+        // one run after the other, each with the pool, as this thread
+        // cannot wait for the others' runs without keeping a worker from
+        // them (with one worker, for ever).
+        for d in &dirs {
+            let r = audit_one(d);
+            tally.add(&r, settings);
+            emit(r)?;
         }
+    } else {
+        // Many: each worker audits the next run as soon as it is free, at
+        // most a window of runs (a few per worker) past the one emitted
+        // next, and this thread emits each report in path order as soon as
+        // it and those before it are done. (In batches, the workers waited
+        // for each batch's slowest run and for the emission of its reports.)
+        let window = rayon::current_num_threads().max(1) * 4;
+        let (done, reports) = std::sync::mpsc::channel();
+        let mut emitted: std::io::Result<()> = Ok(());
+        rayon::in_place_scope(|s| {
+            let audit_one = &audit_one;
+            let start = |i: usize| {
+                let done = done.clone();
+                let run = &dirs[i];
+                s.spawn(move |_| {
+                    // A panic is carried to this thread, not left to hang it.
+                    let r =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| audit_one(run)));
+                    let _ = done.send((i, r));
+                });
+            };
+            let (mut started, mut received, mut next) = (0, 0, 0);
+            while started < dirs.len().min(window) {
+                start(started);
+                started += 1;
+            }
+            let mut waiting = std::collections::BTreeMap::new();
+            while received < started {
+                let Ok((i, r)) = reports.recv() else { break };
+                received += 1;
+                match r {
+                    Ok(r) => waiting.insert(i, r),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                };
+                while let Some(r) = waiting.remove(&next) {
+                    next += 1;
+                    if emitted.is_err() {
+                        continue;
+                    }
+                    tally.add(&r, settings);
+                    emitted = emit(r);
+                    // An emit error stops the audit: no run is started.
+                    if emitted.is_ok() && started < dirs.len() {
+                        start(started);
+                        started += 1;
+                    }
+                }
+            }
+        });
+        emitted?;
     }
     let (errors, mut summary) = tally.finish(errors, settings);
     summary.skipped = skipped;
@@ -644,5 +687,56 @@ mod tests {
         assert!(
             checks::codes().all(|c| !claims::CODES.contains(&c) && !compare::CODES.contains(&c))
         );
+    }
+
+    /// Many runs: every report emitted once, in path order, each the one a
+    /// run audited alone gets; from the main thread (the workers take the
+    /// next run as they are free) and from a pool's worker (one run after
+    /// the other). An emit error stops the audit: no run is started after
+    /// it, so at most the window of runs then in flight is audited.
+    #[test]
+    fn many_runs_are_emitted_in_order_and_an_emit_error_stops_them() {
+        let root = [Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-artifacts")];
+        let settings = Settings::default();
+        let options = RunOptions::default();
+        let alone: Vec<String> = discover::find_shard_ids_following(&root, None, true)
+            .0
+            .iter()
+            .map(|(d, id)| {
+                let r = audit_run_as(d, id, &settings, &options, &[]);
+                serde_json::to_string(&r).expect("json")
+            })
+            .collect();
+        assert!(alone.len() >= 10, "{} runs", alone.len());
+        let audited = std::sync::atomic::AtomicUsize::new(0);
+        let tick = || {
+            audited.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        };
+        let each = |stop_after: usize| {
+            let mut got = Vec::new();
+            let r = audit_each(&root, &settings, &options, &[], &tick, &mut |r| {
+                got.push(serde_json::to_string(&r).expect("json"));
+                if got.len() == stop_after {
+                    return Err(std::io::Error::other("stop"));
+                }
+                Ok(())
+            });
+            (r.is_ok(), got)
+        };
+        assert_eq!(each(usize::MAX), (true, alone.clone()));
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool");
+        assert_eq!(one.install(|| each(usize::MAX)), (true, alone.clone()));
+        // Stopped at the first report, from the main thread: the runs in
+        // flight then (a window of four per worker) finish, none starts.
+        audited.store(0, std::sync::atomic::Ordering::Relaxed);
+        let (ok, got) = each(1);
+        assert!(!ok);
+        assert_eq!(got, alone[..1]);
+        let window = rayon::current_num_threads().max(1) * 4;
+        let n = audited.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(n <= window, "{n} runs audited, window {window}");
     }
 }
