@@ -29,7 +29,7 @@ pub fn read_from(input: impl Read + Send) -> std::io::Result<ScrapesRead> {
 /// file order into the columns (a block scanned ahead of its turn waits).
 /// No worker waits for the others between chunks: with batches and a
 /// barrier after each, a worker sat idle while the last chunk of a batch
-/// was scanned (1.66-1.68 CPUs busy of 2; docs/performance.md).
+/// was scanned (1.66-1.84 CPUs busy of 2; docs/performance.md).
 ///
 /// On a rayon worker (many runs audited at once, one per worker) the chunks
 /// are read on this thread, one after the other: the runs are the
