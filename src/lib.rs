@@ -482,8 +482,9 @@ pub fn audit_with_progress(
 /// Audits every run under `paths` and hands each report to `emit` in path
 /// order as soon as it and those before it are done, keeping no more than a
 /// window of runs (four per worker) in memory: 10,000 runs cost what a
-/// window costs, not what all of them do. Returns the path errors and the summary,
-/// which are only known at the end. An `emit` error stops the audit.
+/// window costs, not what all of them do. Returns the path errors and the
+/// summary, which are only known at the end. An `emit` error stops the
+/// audit.
 pub fn audit_each(
     paths: &[PathBuf],
     settings: &Settings,

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use super::block::{Block, Interest, Problem};
@@ -27,9 +27,11 @@ pub fn read_from(input: impl Read + Send) -> std::io::Result<ScrapesRead> {
 /// (the read is sequential), scans it into a block of its own without
 /// any lock, then, under a second lock, merges every block now next in
 /// file order into the columns (a block scanned ahead of its turn waits).
-/// No worker waits for the others between chunks: with batches and a
-/// barrier after each, a worker sat idle while the last chunk of a batch
-/// was scanned (1.66-1.84 CPUs busy of 2; docs/performance.md).
+/// No worker waits for the others between chunks, unless it is four chunks
+/// per worker ahead of the merge (memory stays bounded when a worker is
+/// held up): with batches and a barrier after each, a worker sat idle
+/// while the last chunk of a batch was scanned (1.66-1.84 CPUs busy of 2;
+/// docs/performance.md).
 ///
 /// On a rayon worker (many runs audited at once, one per worker) the chunks
 /// are read on this thread, one after the other: the runs are the
@@ -56,9 +58,16 @@ pub fn read_with(
         done: false,
         error: None,
     });
-    // Once the columns are full nothing more is kept: no chunk is read.
-    let full = AtomicBool::new(false);
+    // Once the columns are full nothing more is kept: no chunk is read. A
+    // worker that panics stops the others too (so none waits for its block).
+    let stop = AtomicBool::new(false);
+    // The chunk merged next, and how far past it a worker may read: a
+    // worker held up (descheduled on a busy machine) leaves at most this
+    // many blocks waiting for it, so memory stays bounded.
+    let merged = AtomicU64::new(0);
+    let lead = 4 * rayon::current_num_threads().max(1) as u64;
     let work = || {
+        let _stops = StopOnPanic(&stop);
         let mut block = Block::default();
         let mut used: Option<Chunk> = None;
         loop {
@@ -67,8 +76,13 @@ pub fn read_with(
                 if let Some(c) = used.take() {
                     r.src.recycle(c);
                 }
-                if r.done || full.load(Ordering::Relaxed) {
+                if r.done || stop.load(Ordering::Relaxed) {
                     break;
+                }
+                if r.seq >= merged.load(Ordering::Acquire) + lead {
+                    drop(r);
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                    continue;
                 }
                 match r.src.next_chunk() {
                     Ok(Some(c)) => {
@@ -90,7 +104,10 @@ pub fn read_with(
             let mut m = merging.lock().unwrap_or_else(PoisonError::into_inner);
             m.waiting.insert(seq, block);
             m.merge_ready();
-            full.store(m.merge.full, Ordering::Relaxed);
+            merged.store(m.next, Ordering::Release);
+            if m.merge.full {
+                stop.store(true, Ordering::Relaxed);
+            }
             block = m.spare.pop().unwrap_or_default();
         }
     };
@@ -111,6 +128,17 @@ pub fn read_with(
     } = merging.into_inner().unwrap_or_else(PoisonError::into_inner);
     merge.finish(&mut out);
     Ok(out)
+}
+
+/// Sets its flag when its thread unwinds from a panic.
+struct StopOnPanic<'a>(&'a AtomicBool);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 /// The input's side of [`read_with`]: chunks handed out in file order.
