@@ -514,58 +514,71 @@ pub fn audit_each(
         }
     } else {
         // Many: each worker audits the next run as soon as it is free, at
-        // most a window of runs (a few per worker) past the one emitted
-        // next, and this thread emits each report in path order as soon as
-        // it and those before it are done. (In batches, the workers waited
-        // for each batch's slowest run and for the emission of its reports.)
+        // most four runs per worker past the one emitted next, and this
+        // thread emits each report in path order as soon as it and those
+        // before it are done. (In batches, the workers waited for each
+        // batch's slowest run and for the emission of its reports.)
         let window = rayon::current_num_threads().max(1) * 4;
-        let (done, reports) = std::sync::mpsc::channel();
-        let mut emitted: std::io::Result<()> = Ok(());
-        rayon::in_place_scope(|s| {
-            let audit_one = &audit_one;
-            let start = |i: usize| {
-                let done = done.clone();
-                let run = &dirs[i];
-                s.spawn(move |_| {
-                    // A panic is carried to this thread, not left to hang it.
-                    let r =
-                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| audit_one(run)));
-                    let _ = done.send((i, r));
-                });
-            };
-            let (mut started, mut received, mut next) = (0, 0, 0);
-            while started < dirs.len().min(window) {
-                start(started);
-                started += 1;
-            }
-            let mut waiting = std::collections::BTreeMap::new();
-            while received < started {
-                let Ok((i, r)) = reports.recv() else { break };
-                received += 1;
-                match r {
-                    Ok(r) => waiting.insert(i, r),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                };
-                while let Some(r) = waiting.remove(&next) {
-                    next += 1;
-                    if emitted.is_err() {
-                        continue;
-                    }
-                    tally.add(&r, settings);
-                    emitted = emit(r);
-                    // An emit error stops the audit: no run is started.
-                    if emitted.is_ok() && started < dirs.len() {
-                        start(started);
-                        started += 1;
-                    }
-                }
-            }
-        });
-        emitted?;
+        in_order_on_pool(&dirs, window, &audit_one, &mut |r| {
+            tally.add(&r, settings);
+            emit(r)
+        })?;
     }
     let (errors, mut summary) = tally.finish(errors, settings);
     summary.skipped = skipped;
     Ok((errors, summary))
+}
+
+/// `work` of every item on the pool, each worker taking the next item as
+/// it is free, at most `window` items past the one handed on next; each
+/// result handed to `take` on this thread (not a pool worker) in item
+/// order, as soon as it and those before it are done. An error of `take`
+/// starts no more items (those in flight finish) and is returned. A panic
+/// of `work` is carried to this thread, not left to hang it.
+fn in_order_on_pool<T: Sync, R: Send>(
+    items: &[T],
+    window: usize,
+    work: &(dyn Fn(&T) -> R + Sync),
+    take: &mut dyn FnMut(R) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let (done, results) = std::sync::mpsc::channel();
+    let mut taken: std::io::Result<()> = Ok(());
+    rayon::in_place_scope(|s| {
+        let start = |i: usize| {
+            let done = done.clone();
+            let item = &items[i];
+            s.spawn(move |_| {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(item)));
+                let _ = done.send((i, r));
+            });
+        };
+        let (mut started, mut received, mut next) = (0, 0, 0);
+        while started < items.len().min(window) {
+            start(started);
+            started += 1;
+        }
+        let mut waiting = BTreeMap::new();
+        while received < started {
+            let Ok((i, r)) = results.recv() else { break };
+            received += 1;
+            match r {
+                Ok(r) => waiting.insert(i, r),
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            while let Some(r) = waiting.remove(&next) {
+                next += 1;
+                if taken.is_err() {
+                    continue;
+                }
+                taken = take(r);
+                if taken.is_ok() && started < items.len() {
+                    start(started);
+                    started += 1;
+                }
+            }
+        }
+    });
+    taken
 }
 
 /// The summary's counts, run by run.

@@ -42,80 +42,35 @@ pub fn read_with(
     interest: &Interest,
     size: Option<u64>,
 ) -> std::io::Result<ScrapesRead> {
-    let merging = Mutex::new(Merging {
-        merge: Merge {
-            size,
-            ..Merge::default()
-        },
-        out: ScrapesRead::default(),
-        waiting: BTreeMap::new(),
-        next: 0,
-        spare: Vec::new(),
-    });
-    let reading = Mutex::new(Reading {
-        src: Source::new(input),
-        seq: 0,
-        done: false,
-        error: None,
-    });
-    // Once the columns are full nothing more is kept: no chunk is read. A
-    // worker that panics stops the others too (so none waits for its block).
-    let stop = AtomicBool::new(false);
-    // The chunk merged next, and how far past it a worker may read: a
-    // worker held up (descheduled on a busy machine) leaves at most this
-    // many blocks waiting for it, so memory stays bounded.
-    let merged = AtomicU64::new(0);
-    let lead = 4 * rayon::current_num_threads().max(1) as u64;
-    let work = || {
-        let _stops = StopOnPanic(&stop);
-        let mut block = Block::default();
-        let mut used: Option<Chunk> = None;
-        loop {
-            let (seq, chunk) = {
-                let mut r = reading.lock().unwrap_or_else(PoisonError::into_inner);
-                if let Some(c) = used.take() {
-                    r.src.recycle(c);
-                }
-                if r.done || stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                if r.seq >= merged.load(Ordering::Acquire) + lead {
-                    drop(r);
-                    std::thread::sleep(std::time::Duration::from_micros(100));
-                    continue;
-                }
-                match r.src.next_chunk() {
-                    Ok(Some(c)) => {
-                        r.seq += 1;
-                        (r.seq - 1, c)
-                    }
-                    Ok(None) => {
-                        r.done = true;
-                        break;
-                    }
-                    Err(e) => {
-                        (r.done, r.error) = (true, Some(e));
-                        break;
-                    }
-                }
-            };
-            read_block(&chunk, interest, &mut block);
-            used = Some(chunk);
-            let mut m = merging.lock().unwrap_or_else(PoisonError::into_inner);
-            m.waiting.insert(seq, block);
-            m.merge_ready();
-            merged.store(m.next, Ordering::Release);
-            if m.merge.full {
-                stop.store(true, Ordering::Relaxed);
-            }
-            block = m.spare.pop().unwrap_or_default();
-        }
+    let shared = Shared {
+        reading: Mutex::new(Reading {
+            src: Source::new(input),
+            seq: 0,
+            done: false,
+            error: None,
+        }),
+        merging: Mutex::new(Merging {
+            merge: Merge {
+                size,
+                ..Merge::default()
+            },
+            out: ScrapesRead::default(),
+            waiting: BTreeMap::new(),
+            next: 0,
+            spare: Vec::new(),
+        }),
+        stop: AtomicBool::new(false),
+        merged: AtomicU64::new(0),
+        lead: 4 * rayon::current_num_threads().max(1) as u64,
     };
     if rayon::current_thread_index().is_some() {
-        work();
+        shared.work(interest);
     } else {
-        rayon::broadcast(|_| work());
+        rayon::broadcast(|_| shared.work(interest));
     }
+    let Shared {
+        reading, merging, ..
+    } = shared;
     if let Some(e) = reading
         .into_inner()
         .unwrap_or_else(PoisonError::into_inner)
@@ -128,6 +83,82 @@ pub fn read_with(
     } = merging.into_inner().unwrap_or_else(PoisonError::into_inner);
     merge.finish(&mut out);
     Ok(out)
+}
+
+/// What the workers of [`read_with`] share.
+struct Shared<R> {
+    reading: Mutex<Reading<R>>,
+    merging: Mutex<Merging>,
+    /// Once the columns are full nothing more is kept: no chunk is read. A
+    /// worker that panics stops the others too (so none waits for its
+    /// block).
+    stop: AtomicBool,
+    /// The chunk merged next.
+    merged: AtomicU64,
+    /// How far past the merge a worker may read: a worker held up
+    /// (descheduled on a busy machine) leaves at most this many blocks
+    /// waiting for it, so memory stays bounded.
+    lead: u64,
+}
+
+impl<R: Read> Shared<R> {
+    /// One worker: the next chunk, scanned into its block, merged in turn.
+    fn work(&self, interest: &Interest) {
+        let _stops = StopOnPanic(&self.stop);
+        let mut block = Block::default();
+        let mut used: Option<Chunk> = None;
+        while let Some((seq, chunk)) = self.next(used.take()) {
+            read_block(&chunk, interest, &mut block);
+            used = Some(chunk);
+            block = self.merge(seq, block);
+        }
+    }
+
+    /// The next chunk and its number, once `used` (the chunk before) is
+    /// recycled; `None` at the end of the input, on its error or a stop.
+    fn next(&self, mut used: Option<Chunk>) -> Option<(u64, Chunk)> {
+        loop {
+            let mut r = self.reading.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(c) = used.take() {
+                r.src.recycle(c);
+            }
+            if r.done || self.stop.load(Ordering::Relaxed) {
+                return None;
+            }
+            if r.seq >= self.merged.load(Ordering::Acquire) + self.lead {
+                drop(r);
+                std::thread::sleep(std::time::Duration::from_micros(100));
+                continue;
+            }
+            return match r.src.next_chunk() {
+                Ok(Some(c)) => {
+                    r.seq += 1;
+                    Some((r.seq - 1, c))
+                }
+                Ok(None) => {
+                    r.done = true;
+                    None
+                }
+                Err(e) => {
+                    (r.done, r.error) = (true, Some(e));
+                    None
+                }
+            };
+        }
+    }
+
+    /// Puts block `seq` with the others, merges every one now next, and
+    /// returns an emptied block for the next chunk.
+    fn merge(&self, seq: u64, block: Block) -> Block {
+        let mut m = self.merging.lock().unwrap_or_else(PoisonError::into_inner);
+        m.waiting.insert(seq, block);
+        m.merge_ready();
+        self.merged.store(m.next, Ordering::Release);
+        if m.merge.full {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+        m.spare.pop().unwrap_or_default()
+    }
 }
 
 /// Sets its flag when its thread unwinds from a panic.
