@@ -288,6 +288,31 @@ pub(super) fn read_block(chunk: &Chunk, interest: &Interest, b: &mut Block) {
     (b.arena, b.at) = (arena, at);
 }
 
+/// The finding of a block the columns refused: its first line read
+/// `first` and the line `at` that passed a cap (the same when not known),
+/// both in the block, whose first line is `base + 1` of the file.
+fn cap_finding(base: u64, first: u64, at: u64) -> Finding {
+    let lost = if at == first {
+        "this line and the rest of the file are not read".to_string()
+    } else {
+        format!("the file is not read from line {} on", base + first)
+    };
+    let text = format!(
+        "line {}: more samples (2^32), distinct label sets ({}), families ({}), \
+         endpoints ({}) or buckets ({} in a series, {} in all bounds sets) than the \
+         reader holds; {lost}",
+        base + at,
+        store::MAX_LABEL_SETS,
+        store::MAX_FAMILIES,
+        store::MAX_ENDPOINTS,
+        store::MAX_BUCKETS,
+        store::MAX_BOUND_TEXTS
+    );
+    Finding::new(reading::UNREADABLE_FILE, text)
+        .file(FILE)
+        .line(base + at)
+}
+
 /// Blocks joining the columns in file order.
 #[derive(Default)]
 struct Merge {
@@ -302,10 +327,13 @@ struct Merge {
 }
 
 impl Merge {
+    /// Merges block `b`, the next in file order, while the columns are not
+    /// full ([`Merging::merge_ready`] merges nothing after).
     fn add(&mut self, out: &mut ScrapesRead, b: &mut Block) {
+        debug_assert!(!self.full, "nothing is merged once the columns are full");
         let base = self.base;
         self.base += b.lines;
-        let refused = self.full || b.over_cap.is_some() || !out.store.fits(b);
+        let refused = b.over_cap.is_some() || !out.store.fits(b);
         // The block's first line read (or where it stopped): a refused block
         // is refused whole, and the file is not read from there on, so its
         // problems from there on are not reported either (whichever worker
@@ -338,29 +366,9 @@ impl Merge {
         }
         if refused {
             // The line that passed a cap, when known.
-            if let Some(first) = first.filter(|_| !self.full) {
+            if let Some(first) = first {
                 let at = b.over_cap.unwrap_or(first);
-                let lost = if at == first {
-                    "this line and the rest of the file are not read".to_string()
-                } else {
-                    format!("the file is not read from line {} on", base + first)
-                };
-                let text = format!(
-                    "line {}: more samples (2^32), distinct label sets ({}), families ({}), \
-                     endpoints ({}) or buckets ({} in a series, {} in all bounds sets) than the \
-                     reader holds; {lost}",
-                    base + at,
-                    store::MAX_LABEL_SETS,
-                    store::MAX_FAMILIES,
-                    store::MAX_ENDPOINTS,
-                    store::MAX_BUCKETS,
-                    store::MAX_BOUND_TEXTS
-                );
-                out.findings.push(
-                    Finding::new(reading::UNREADABLE_FILE, text)
-                        .file(FILE)
-                        .line(base + at),
-                );
+                out.findings.push(cap_finding(base, first, at));
             }
             self.full = true;
             return;
