@@ -433,9 +433,7 @@ pub struct Summary {
 impl Summary {
     /// Parses the summary from JSON text, with the failing field's path on error.
     pub fn parse(bytes: &[u8]) -> Result<Summary, ParseError> {
-        let mut de = serde_json::Deserializer::from_slice(bytes);
-        let raw: RawSummary = serde_path_to_error::deserialize(&mut de).map_err(ParseError::of)?;
-        super::end(&mut de)?;
+        let raw: RawSummary = super::typed(bytes)?;
         let mut metrics = BTreeMap::new();
         let mut warmup_metrics = BTreeMap::new();
         let mut problems = Vec::new();
