@@ -3,7 +3,9 @@
 //!
 //! The summary has one top-level key per metric tag, so the known keys are
 //! named fields and the rest are collected and converted to [`MetricEntry`]
-//! where they have its shape. The file is small; this is not a hot path.
+//! where they have its shape. The file is small, but an audit of many small
+//! runs reads one per run: its statistics are read straight into a fixed
+//! set of slots, with no map per entry.
 
 use std::collections::BTreeMap;
 
@@ -163,14 +165,21 @@ impl MetricEntry {
 
     /// The entry at `path` read statistic by statistic: one of the wrong
     /// type is left out and becomes a problem, the others are kept.
-    fn read(path: &str, v: &Value, problems: &mut Vec<ParseError>) -> Option<MetricEntry> {
-        let Value::Object(map) = v else {
-            problems.push(ParseError {
-                field: Some(path.to_string()),
-                message: format!("expected a metric object, found {}", kind(v)),
-            });
-            return None;
-        };
+    fn read(path: &str, v: &Shallow<Stats>, problems: &mut Vec<ParseError>) -> Option<MetricEntry> {
+        match v {
+            Shallow::Object(stats) => Some(Self::of_stats(path, stats, problems)),
+            Shallow::Other(v) => {
+                problems.push(ParseError {
+                    field: Some(path.to_string()),
+                    message: format!("expected a metric object, found {}", kind(v)),
+                });
+                None
+            }
+        }
+    }
+
+    /// [`MetricEntry::read`] of an object's statistics.
+    fn of_stats(path: &str, map: &Stats, problems: &mut Vec<ParseError>) -> MetricEntry {
         let mut num = |name: &str| -> Option<f64> {
             match map.get(name)? {
                 Value::Null => None,
@@ -207,7 +216,7 @@ impl MetricEntry {
                 None
             }
         };
-        Some(MetricEntry { unit, ..entry })
+        MetricEntry { unit, ..entry }
     }
 }
 
@@ -253,7 +262,7 @@ struct RawSummary {
     is_complete: Option<bool>,
     incomplete_reason: Option<String>,
     error_summary: Option<Vec<ErrorEntry>>,
-    rest: BTreeMap<String, Value>,
+    rest: BTreeMap<String, Member>,
 }
 
 impl<'de> Deserialize<'de> for RawSummary {
@@ -290,12 +299,10 @@ impl<'de> Deserialize<'de> for RawSummary {
                                 .map(|v| v.into_iter().map(|o| o.0).collect())
                         }
                         "warmup_metrics" => {
-                            let v: Shallow<Shallow<Scalar>> = map.next_value()?;
-                            r.rest.insert(key, v.0);
+                            r.rest.insert(key, Member::Warmup(map.next_value()?));
                         }
                         _ => {
-                            let v: Shallow<Scalar> = map.next_value()?;
-                            r.rest.insert(key, v.0);
+                            r.rest.insert(key, Member::Entry(map.next_value()?));
                         }
                     }
                 }
@@ -306,100 +313,163 @@ impl<'de> Deserialize<'de> for RawSummary {
     }
 }
 
-/// A value read shallowly: an object with each member read as `T`, or,
+/// A member read shallowly: an object through `O` ([`FromObject`]), or,
 /// for anything else, a stand-in of its type (a scalar as itself, an array
-/// as `[]`), the content skipped.
-struct Shallow<T>(Value, std::marker::PhantomData<T>);
+/// as `[]`, the content skipped).
+enum Shallow<O> {
+    Object(O),
+    Other(Value),
+}
 
-/// A scalar as itself; an array or object skipped, as an empty one.
+/// What an object read by [`Shallow`] becomes.
+trait FromObject<'de>: Sized {
+    fn from_object<A: serde::de::MapAccess<'de>>(map: A) -> Result<Self, A::Error>;
+}
+
+impl<'de, O: FromObject<'de>> Deserialize<'de> for Shallow<O> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<O>(std::marker::PhantomData<O>);
+        impl<'de, O: FromObject<'de>> serde::de::Visitor<'de> for V<O> {
+            type Value = Shallow<O>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Shallow<O>, E> {
+                Ok(Shallow::Other(Value::Bool(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Shallow<O>, E> {
+                Ok(Shallow::Other(Value::from(v)))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Shallow<O>, E> {
+                Ok(Shallow::Other(Value::from(v)))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Shallow<O>, E> {
+                Ok(Shallow::Other(Value::from(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Shallow<O>, E> {
+                Ok(Shallow::Other(Value::String(v.to_string())))
+            }
+            fn visit_unit<E>(self) -> Result<Shallow<O>, E> {
+                Ok(Shallow::Other(Value::Null))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Shallow<O>, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Shallow::Other(Value::Array(Vec::new())))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Shallow<O>, A::Error> {
+                O::from_object(map).map(Shallow::Object)
+            }
+        }
+        d.deserialize_any(V::<O>(std::marker::PhantomData))
+    }
+}
+
+/// A statistic: a scalar as itself; an array or object skipped, as an
+/// empty one.
 struct Scalar(Value);
 
-/// What [`Shallow`] and [`Scalar`] read.
-fn shallow_visitor<'de, D, T>(d: D) -> Result<Value, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de> + Into<Value>,
-{
-    struct V<T>(std::marker::PhantomData<T>);
-    impl<'de, T: Deserialize<'de> + Into<Value>> serde::de::Visitor<'de> for V<T> {
-        type Value = Value;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-            Ok(Value::Bool(v))
-        }
-        fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-            Ok(Value::from(v))
-        }
-        fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-            Ok(Value::from(v))
-        }
-        fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-            Ok(Value::from(v))
-        }
-        fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-            Ok(Value::String(v.to_string()))
-        }
-        fn visit_unit<E>(self) -> Result<Value, E> {
-            Ok(Value::Null)
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-            Ok(Value::Array(Vec::new()))
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-            let mut out = serde_json::Map::new();
-            while let Some(k) = map.next_key::<String>()? {
-                let v: T = map.next_value()?;
-                out.insert(k, v.into());
-            }
-            Ok(Value::Object(out))
-        }
-    }
-    d.deserialize_any(V::<T>(std::marker::PhantomData))
-}
+/// An object inside a statistic: its members read (as any value, skipped)
+/// and dropped.
+struct Skipped;
 
-impl From<Scalar> for Value {
-    fn from(s: Scalar) -> Value {
-        s.0
-    }
-}
-
-impl<T> From<Shallow<T>> for Value {
-    fn from(s: Shallow<T>) -> Value {
-        s.0
+impl<'de> FromObject<'de> for Skipped {
+    fn from_object<A: serde::de::MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        while map.next_key::<Key>()?.is_some() {
+            map.next_value::<serde::de::IgnoredAny>()?;
+        }
+        Ok(Skipped)
     }
 }
 
 impl<'de> Deserialize<'de> for Scalar {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        // An object here is skipped: a metric's statistics are scalars.
-        shallow_visitor::<D, Skipped>(d).map(|v| match v {
-            Value::Object(_) => Scalar(Value::Object(serde_json::Map::new())),
-            v => Scalar(v),
-        })
+        Ok(Scalar(match Shallow::<Skipped>::deserialize(d)? {
+            Shallow::Object(Skipped) => Value::Object(serde_json::Map::new()),
+            Shallow::Other(v) => v,
+        }))
     }
 }
 
-impl<'de, T: Deserialize<'de> + Into<Value>> Deserialize<'de> for Shallow<T> {
+/// The members of a metric entry read ([`MetricEntry::read`]); AIPerf
+/// writes a dozen more statistics per entry, read as [`Scalar`]s and
+/// dropped, never kept in a map.
+const ENTRY_KEYS: [&str; 10] = [
+    "unit", "avg", "min", "max", "std", "p50", "p90", "p99", "count", "sum",
+];
+
+/// A metric entry's members of [`ENTRY_KEYS`], in that order, as read (the
+/// last of a key written twice, as in a map); boxed, as entries are moved
+/// about whole.
+struct Stats(Box<[Option<Value>; ENTRY_KEYS.len()]>);
+
+impl Stats {
+    fn get(&self, name: &str) -> Option<&Value> {
+        let i = ENTRY_KEYS.iter().position(|k| *k == name)?;
+        self.0[i].as_ref()
+    }
+}
+
+impl<'de> FromObject<'de> for Stats {
+    fn from_object<A: serde::de::MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut stats = Stats(Box::default());
+        while let Some(Key(k)) = map.next_key::<Key>()? {
+            let v: Scalar = map.next_value()?;
+            if let Some(i) = ENTRY_KEYS.iter().position(|x| *x == k) {
+                stats.0[i] = Some(v.0);
+            }
+        }
+        Ok(stats)
+    }
+}
+
+/// `warmup_metrics`: its entries by tag.
+struct Entries(BTreeMap<String, Shallow<Stats>>);
+
+impl<'de> FromObject<'de> for Entries {
+    fn from_object<A: serde::de::MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut out = BTreeMap::new();
+        while let Some(k) = map.next_key::<String>()? {
+            out.insert(k, map.next_value()?);
+        }
+        Ok(Entries(out))
+    }
+}
+
+/// A member of the summary that is not one of its known keys.
+enum Member {
+    Entry(Shallow<Stats>),
+    Warmup(Shallow<Entries>),
+}
+
+/// A member's key, borrowed from the document where it can be (no escape):
+/// a key not kept is never allocated. Read as a `String` key is.
+struct Key<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        shallow_visitor::<D, T>(d).map(|v| Shallow(v, std::marker::PhantomData))
-    }
-}
-
-/// A member skipped whatever it is.
-struct Skipped;
-
-impl<'de> Deserialize<'de> for Skipped {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        serde::de::IgnoredAny::deserialize(d).map(|_| Skipped)
-    }
-}
-
-impl From<Skipped> for Value {
-    fn from(_: Skipped) -> Value {
-        Value::Null
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 
@@ -438,39 +508,39 @@ impl Summary {
         let mut warmup_metrics = BTreeMap::new();
         let mut problems = Vec::new();
         let time = |k: &str| match raw.rest.get(k) {
-            Some(Value::String(t)) => Some(t.clone()),
+            Some(Member::Entry(Shallow::Other(Value::String(t)))) => Some(t.clone()),
             _ => None,
         };
         let (start_time, end_time) = (time("start_time"), time("end_time"));
         for (key, value) in raw.rest {
-            if key == "warmup_metrics" {
-                match value {
-                    Value::Object(map) => {
-                        for (k, v) in map {
-                            let path = format!("warmup_metrics.{k}");
-                            if let Some(m) = MetricEntry::read(&path, &v, &mut problems) {
-                                warmup_metrics.insert(k, m);
-                            }
+            match value {
+                Member::Warmup(Shallow::Object(Entries(map))) => {
+                    for (k, v) in map {
+                        let path = format!("warmup_metrics.{k}");
+                        if let Some(m) = MetricEntry::read(&path, &v, &mut problems) {
+                            warmup_metrics.insert(k, m);
                         }
                     }
-                    Value::Null => {}
-                    other => problems.push(ParseError {
-                        field: Some(key.clone()),
-                        message: format!("expected an object, found {}", kind(&other)),
-                    }),
                 }
-            } else if value.is_array() {
-                // Every member AIPerf writes but error_summary (read
-                // above) is an object or a scalar: an array is no metric
-                // with every statistic absent.
-                problems.push(ParseError {
+                Member::Warmup(Shallow::Other(Value::Null)) => {}
+                Member::Warmup(Shallow::Other(other)) => problems.push(ParseError {
                     field: Some(key.clone()),
-                    message: "expected an object or a scalar, found an array".into(),
-                });
-            } else if value.get("unit").is_some() {
-                if let Some(m) = MetricEntry::read(&key, &value, &mut problems) {
+                    message: format!("expected an object, found {}", kind(&other)),
+                }),
+                Member::Entry(Shallow::Other(Value::Array(_))) => {
+                    // Every member AIPerf writes but error_summary (read
+                    // above) is an object or a scalar: an array is no
+                    // metric with every statistic absent.
+                    problems.push(ParseError {
+                        field: Some(key.clone()),
+                        message: "expected an object or a scalar, found an array".into(),
+                    });
+                }
+                Member::Entry(Shallow::Object(stats)) if stats.get("unit").is_some() => {
+                    let m = MetricEntry::of_stats(&key, &stats, &mut problems);
                     metrics.insert(key, m);
                 }
+                Member::Entry(_) => {}
             }
         }
         Ok(Summary {
