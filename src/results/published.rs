@@ -170,18 +170,25 @@ pub fn build(
     findings: &[Finding],
     recompute: &mut Recompute<'_>,
 ) -> Vec<Published> {
+    // The figures in the order first met, what each check did with each,
+    // and where each key's figure is in `order`.
     let mut order: Vec<Figure> = Vec::new();
-    let mut looks: BTreeMap<(String, String, String, String), Vec<Looked>> = BTreeMap::new();
+    let mut looks: Vec<Vec<Looked>> = Vec::new();
+    let mut at: BTreeMap<(String, String, String, String), usize> = BTreeMap::new();
     for f in figures {
-        let key = f.key();
-        let seen = looks.entry(key.clone()).or_default();
-        seen.push(f.looked.clone());
-        match order.iter_mut().find(|o| o.key() == key) {
-            Some(o) => {
+        match at.entry(f.key()) {
+            std::collections::btree_map::Entry::Occupied(e) => {
+                let i = *e.get();
+                looks[i].push(f.looked);
+                let o = &mut order[i];
                 o.value = o.value.or(f.value);
                 o.unit = o.unit.take().or(f.unit);
             }
-            None => order.push(f),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(order.len());
+                looks.push(vec![f.looked.clone()]);
+                order.push(f);
+            }
         }
     }
     let moving: Vec<(&Finding, &Moved)> = findings
@@ -192,12 +199,12 @@ pub fn build(
     // A figure no file holds a value of is not published.
     order
         .into_iter()
-        .filter(|fig| fig.value.is_some())
-        .map(|fig| {
+        .zip(looks)
+        .filter(|(fig, _)| fig.value.is_some())
+        .map(|(fig, looked)| {
             let moves: Vec<(&Finding, &Moved)> =
                 moving.iter().copied().filter(|(_, m)| fig.is(m)).collect();
-            let looked = &looks[&fig.key()];
-            verdict(fig, &moves, looked, recompute)
+            verdict(fig, &moves, &looked, recompute)
         })
         .collect()
 }
