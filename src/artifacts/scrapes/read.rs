@@ -42,47 +42,13 @@ pub fn read_with(
     interest: &Interest,
     size: Option<u64>,
 ) -> std::io::Result<ScrapesRead> {
-    let shared = Shared {
-        reading: Mutex::new(Reading {
-            src: Source::new(input),
-            seq: 0,
-            done: false,
-            error: None,
-        }),
-        merging: Mutex::new(Merging {
-            merge: Merge {
-                size,
-                ..Merge::default()
-            },
-            out: ScrapesRead::default(),
-            waiting: BTreeMap::new(),
-            next: 0,
-            spare: Vec::new(),
-        }),
-        stop: AtomicBool::new(false),
-        merged: AtomicU64::new(0),
-        lead: 4 * rayon::current_num_threads().max(1) as u64,
-    };
+    let shared = Shared::new(input, size, 4 * rayon::current_num_threads().max(1) as u64);
     if rayon::current_thread_index().is_some() {
         shared.work(interest);
     } else {
         rayon::broadcast(|_| shared.work(interest));
     }
-    let Shared {
-        reading, merging, ..
-    } = shared;
-    if let Some(e) = reading
-        .into_inner()
-        .unwrap_or_else(PoisonError::into_inner)
-        .error
-    {
-        return Err(e);
-    }
-    let Merging {
-        mut merge, mut out, ..
-    } = merging.into_inner().unwrap_or_else(PoisonError::into_inner);
-    merge.finish(&mut out);
-    Ok(out)
+    shared.finish()
 }
 
 /// What the workers of [`read_with`] share.
@@ -102,6 +68,51 @@ struct Shared<R> {
 }
 
 impl<R: Read> Shared<R> {
+    /// Nothing read yet; workers `lead` chunks past the merge wait.
+    fn new(input: R, size: Option<u64>, lead: u64) -> Self {
+        Shared {
+            reading: Mutex::new(Reading {
+                src: Source::new(input),
+                seq: 0,
+                done: false,
+                error: None,
+            }),
+            merging: Mutex::new(Merging {
+                merge: Merge {
+                    size,
+                    ..Merge::default()
+                },
+                out: ScrapesRead::default(),
+                waiting: BTreeMap::new(),
+                next: 0,
+                spare: Vec::new(),
+            }),
+            stop: AtomicBool::new(false),
+            merged: AtomicU64::new(0),
+            lead,
+        }
+    }
+
+    /// What the workers read, once they are done: the input's error, if
+    /// it failed.
+    fn finish(self) -> std::io::Result<ScrapesRead> {
+        let Shared {
+            reading, merging, ..
+        } = self;
+        if let Some(e) = reading
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+            .error
+        {
+            return Err(e);
+        }
+        let Merging {
+            mut merge, mut out, ..
+        } = merging.into_inner().unwrap_or_else(PoisonError::into_inner);
+        merge.finish(&mut out);
+        Ok(out)
+    }
+
     /// One worker: the next chunk, scanned into its block, merged in turn.
     fn work(&self, interest: &Interest) {
         let _stops = StopOnPanic(&self.stop);
@@ -402,5 +413,71 @@ impl Merge {
         out.store.finish();
         out.scrapes.shrink_to_fit();
         debug_assert!(out.scrapes.windows(2).all(|w| w[0].line < w[1].line));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker held up with its chunk leaves the others at most the lead
+    /// past the merge: they wait (their blocks are the only ones waiting),
+    /// and go on once its block is merged, to the same scrapes as a
+    /// sequential read. No hook in the scan: the held-up worker is this
+    /// test, which takes chunk 0 and merges it only when told to.
+    #[test]
+    fn a_worker_held_up_leaves_at_most_the_lead_waiting() {
+        let runs = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-artifacts/runs");
+        let one = std::fs::read(format!("{runs}/vllm-dp/{FILE}")).expect("sample scrapes");
+        let mut input = Vec::new();
+        while input.len() < 12 * super::super::source::BLOCK_BYTES {
+            input.extend_from_slice(&one);
+        }
+        let lead = 3;
+        let shared = Shared::new(input.as_slice(), None, lead);
+        let interest = Interest::default();
+        let (first, chunk) = shared.next(None).expect("a first chunk");
+        assert_eq!(first, 0);
+        let merged_by_other = AtomicU64::new(0);
+        let waiting = || {
+            let m = shared
+                .merging
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            m.waiting.len() as u64
+        };
+        // Chunks 1 to lead - 1, then it waits for chunk 0: how many it
+        // had merged, and how many blocks waited, once it stopped. Chunk 0
+        // is merged whatever they are, so a failure cannot leave the other
+        // worker waiting for ever.
+        let at_bound = std::thread::scope(|s| {
+            s.spawn(|| {
+                let (mut block, mut used) = (Block::default(), None);
+                while let Some((seq, c)) = shared.next(used.take()) {
+                    read_block(&c, &interest, &mut block);
+                    used = Some(c);
+                    block = shared.merge(seq, block);
+                    merged_by_other.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+            let t = std::time::Instant::now();
+            while merged_by_other.load(Ordering::SeqCst) < lead - 1 && t.elapsed().as_secs() < 60 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let at_bound = (merged_by_other.load(Ordering::SeqCst), waiting());
+            let mut block = Block::default();
+            read_block(&chunk, &interest, &mut block);
+            shared.merge(0, block);
+            at_bound
+        });
+        assert_eq!(at_bound, (lead - 1, lead - 1));
+        assert_eq!(waiting(), 0);
+        let chunks = merged_by_other.load(Ordering::SeqCst) + 1;
+        assert!(chunks >= 12, "{chunks} chunks");
+        let read = shared.finish().expect("read");
+        let alone = read_from(input.as_slice()).expect("read alone");
+        assert_eq!(read.scrapes, alone.scrapes);
+        assert_eq!(read.findings, alone.findings);
     }
 }
