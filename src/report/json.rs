@@ -11,28 +11,10 @@ use crate::text::escape::write_json;
 pub struct JsonStream<'a> {
     out: &'a mut dyn Write,
     runs: usize,
-}
-
-/// `value` pretty-printed, every line after the first indented by `indent`
-/// (a string never holds a raw newline, so this is exact).
-fn nested(
-    out: &mut dyn Write,
-    value: &impl serde::Serialize,
-    indent: &str,
-    first: bool,
-) -> io::Result<()> {
-    let mut buf = Vec::new();
-    write_json(&mut buf, value)?;
-    for (i, line) in buf.split(|b| *b == b'\n').enumerate() {
-        if i > 0 {
-            out.write_all(b"\n")?;
-        }
-        if i > 0 || first {
-            out.write_all(indent.as_bytes())?;
-        }
-        out.write_all(line)?;
-    }
-    Ok(())
+    /// The value being written, pretty-printed, then indented: kept from
+    /// run to run, so a run's report does not grow new buffers.
+    buf: Vec<u8>,
+    shown: Vec<u8>,
 }
 
 impl<'a> JsonStream<'a> {
@@ -44,7 +26,38 @@ impl<'a> JsonStream<'a> {
             serde_json::to_string(REPORT_SCHEMA_VERSION)?,
             serde_json::to_string(env!("CARGO_PKG_VERSION"))?
         )?;
-        Ok(JsonStream { out, runs: 0 })
+        Ok(JsonStream {
+            out,
+            runs: 0,
+            buf: Vec::new(),
+            shown: Vec::new(),
+        })
+    }
+
+    /// `value` pretty-printed, every line after the first indented by
+    /// `indent` (a string never holds a raw newline, so this is exact).
+    /// Indented in memory and written at once: a write per line through
+    /// `dyn Write` cost more than the copy.
+    fn nested(
+        &mut self,
+        value: &impl serde::Serialize,
+        indent: &str,
+        first: bool,
+    ) -> io::Result<()> {
+        self.buf.clear();
+        write_json(&mut self.buf, value)?;
+        self.shown.clear();
+        if first {
+            self.shown.extend_from_slice(indent.as_bytes());
+        }
+        let mut from = 0;
+        for nl in memchr::memchr_iter(b'\n', &self.buf) {
+            self.shown.extend_from_slice(&self.buf[from..=nl]);
+            self.shown.extend_from_slice(indent.as_bytes());
+            from = nl + 1;
+        }
+        self.shown.extend_from_slice(&self.buf[from..]);
+        self.out.write_all(&self.shown)
     }
 
     /// Writes one run.
@@ -52,18 +65,18 @@ impl<'a> JsonStream<'a> {
         self.out
             .write_all(if self.runs == 0 { b"\n" } else { b",\n" })?;
         self.runs += 1;
-        nested(self.out, run, "    ", true)
+        self.nested(run, "    ", true)
     }
 
     /// Writes the path errors and the summary, and closes the document.
-    pub fn end(self, errors: &[PathError], summary: &Summary) -> io::Result<()> {
+    pub fn end(mut self, errors: &[PathError], summary: &Summary) -> io::Result<()> {
         if self.runs > 0 {
             self.out.write_all(b"\n  ")?;
         }
         self.out.write_all(b"],\n  \"errors\": ")?;
-        nested(self.out, &errors, "  ", false)?;
+        self.nested(&errors, "  ", false)?;
         self.out.write_all(b",\n  \"summary\": ")?;
-        nested(self.out, summary, "  ", false)?;
+        self.nested(summary, "  ", false)?;
         self.out.write_all(b"\n}\n")
     }
 }
