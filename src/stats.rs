@@ -273,16 +273,17 @@ pub fn le_text(le: f64) -> String {
     }
 }
 
-/// Parses an exported bucket map (`le` string to cumulative count), summing
-/// several series' maps; `None` if a series has no buckets, a bound does not
-/// parse, or there is no `+Inf` bucket.
+/// Sums several series' exported buckets (`(le, cumulative count)`, `le`
+/// `None` where its string did not parse), in order of bound; `None` if a
+/// series has no buckets, a bound did not parse, or there is no `+Inf`
+/// bucket.
 pub fn merge_buckets<'a>(
-    maps: impl IntoIterator<Item = Option<&'a std::collections::BTreeMap<String, f64>>>,
+    maps: impl IntoIterator<Item = Option<&'a [(Option<f64>, f64)]>>,
 ) -> Option<Vec<(f64, f64)>> {
     let mut all: Vec<(f64, f64)> = Vec::new();
     for map in maps {
-        for (le, c) in map? {
-            all.push((le_value(le)?, *c));
+        for &(le, c) in map? {
+            all.push((le?, c));
         }
     }
     // By bound (stable: a bound's counts summed in series order), then each
@@ -436,16 +437,21 @@ mod tests {
 
     #[test]
     fn buckets_merge_across_series_and_observations_come_off_either_end() {
-        let a: std::collections::BTreeMap<String, f64> = [
-            ("0.5".to_string(), 1.0),
-            ("1".to_string(), 2.0),
-            ("+Inf".to_string(), 2.0),
-        ]
-        .into();
-        let b = a.clone();
-        let merged = merge_buckets([Some(&a), Some(&b)]).expect("merged");
+        // In the order of the `le` strings, as the export's reader gives them.
+        let a = [
+            (Some(f64::INFINITY), 2.0),
+            (Some(0.5), 1.0),
+            (Some(1.0), 2.0),
+        ];
+        let b = a;
+        let merged = merge_buckets([Some(&a[..]), Some(&b[..])]).expect("merged");
         assert_eq!(merged, vec![(0.5, 2.0), (1.0, 4.0), (f64::INFINITY, 4.0)]);
-        assert_eq!(merge_buckets([Some(&a), None]), None);
+        assert_eq!(merge_buckets([Some(&a[..]), None]), None);
+        // A bound that did not parse leaves the sum unknown.
+        assert_eq!(
+            merge_buckets([Some(&a[..]), Some(&[(None, 1.0)][..])]),
+            None
+        );
         // One off the top: the (0.5, 1] bucket loses it.
         assert_eq!(
             remove_observations(&merged, 1.0, true),

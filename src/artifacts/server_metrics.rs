@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::summary::InputConfig;
+use super::summary::{InputConfig, Key};
 
 /// File name.
 pub const FILE: &str = "server_metrics_export.json";
@@ -87,10 +87,60 @@ pub struct Series {
     pub stats: Stats,
     /// Histogram: `le` → cumulative count delta. Absent after a reset.
     #[serde(default)]
-    pub buckets: Option<BTreeMap<String, f64>>,
+    pub buckets: Option<Buckets>,
     /// Timeslices, if exported: the first kept, the rest counted.
     #[serde(default)]
     pub timeslices: Option<Timeslices>,
+}
+
+/// A series' exported buckets, `le` → cumulative count delta, as a map
+/// keyed by the `le` strings holds them: in the order of those strings, a
+/// repeated `le` with its last value. Each bound is parsed as it is read
+/// (`None` where it does not parse); its string is not kept. Read with the
+/// keys borrowed from the document where they have no escape: a map of
+/// `String`s was a third of this file's parse.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Buckets(Vec<(Option<f64>, f64)>);
+
+impl Buckets {
+    /// `(le, count)` in the order of the `le` strings; `le` is `None` where
+    /// it does not parse.
+    pub fn as_slice(&self) -> &[(Option<f64>, f64)] {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Buckets {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Map;
+        impl<'de> serde::de::Visitor<'de> for Map {
+            type Value = Buckets;
+            // What serde's map visitor says, so a wrong type reads the same.
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Buckets, A::Error> {
+                let mut read: Vec<(Key<'de>, f64)> = Vec::new();
+                while let Some(k) = map.next_key::<Key>()? {
+                    read.push((k, map.next_value()?));
+                }
+                // Stable: a repeated `le` stays in document order, the last kept.
+                read.sort_by(|a, b| a.0 .0.cmp(&b.0 .0));
+                let mut out: Vec<(Option<f64>, f64)> = Vec::with_capacity(read.len());
+                for (i, (k, c)) in read.iter().enumerate() {
+                    match out.last_mut() {
+                        Some(last) if i > 0 && read[i - 1].0 .0 == k.0 => last.1 = *c,
+                        _ => out.push((crate::stats::le_value(&k.0), *c)),
+                    }
+                }
+                Ok(Buckets(out))
+            }
+        }
+        d.deserialize_map(Map)
+    }
 }
 
 /// A series' timeslices as read: the first (the checks ask where the
@@ -330,5 +380,48 @@ mod tests {
             })
         );
         assert!(e.phase(true).is_none());
+    }
+
+    /// The buckets read as a map keyed by the `le` strings reads them: the
+    /// same pairs in the same order (a repeated `le` with its last value, an
+    /// escaped key, a bound that does not parse), and a bad map fails with
+    /// the same message, through a reader as from a slice.
+    #[test]
+    fn buckets_read_as_a_map_of_strings_reads_them() {
+        let cases = [
+            r#"{"0.1":3,"+Inf":5,"1":4}"#,
+            r#"{"1":1,"0.5":2,"1":7,"+Inf":9,"1":8}"#,
+            r#"{"\u0031":2,"1":3,"x":4,"+Inf":5}"#,
+            r#"{}"#,
+            r#"{"1":"2"}"#,
+            r#"{"1":null}"#,
+            r#"{"1":2,}"#,
+            r#"[1,2]"#,
+            r#""buckets""#,
+        ];
+        for json in cases {
+            let reads = [
+                (
+                    serde_json::from_str::<Buckets>(json),
+                    serde_json::from_str::<BTreeMap<String, f64>>(json),
+                ),
+                (
+                    serde_json::from_reader::<_, Buckets>(json.as_bytes()),
+                    serde_json::from_reader::<_, BTreeMap<String, f64>>(json.as_bytes()),
+                ),
+            ];
+            for (read, map) in reads {
+                let expected = map.as_ref().map(|m| {
+                    m.iter()
+                        .map(|(le, c)| (crate::stats::le_value(le), *c))
+                        .collect::<Vec<_>>()
+                });
+                match (&read, &expected) {
+                    (Ok(b), Ok(e)) => assert_eq!(b.as_slice(), &e[..], "{json}"),
+                    (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{json}"),
+                    _ => panic!("{json}: {read:?} against {expected:?}"),
+                }
+            }
+        }
     }
 }

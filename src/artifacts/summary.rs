@@ -453,7 +453,7 @@ enum Member {
 
 /// A member's key, borrowed from the document where it can be (no escape):
 /// a key not kept is never allocated. Read as a `String` key is.
-struct Key<'de>(std::borrow::Cow<'de, str>);
+pub(super) struct Key<'de>(pub(super) std::borrow::Cow<'de, str>);
 
 impl<'de> Deserialize<'de> for Key<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

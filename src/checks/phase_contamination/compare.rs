@@ -321,7 +321,13 @@ impl Comparison<'_> {
             _ => None,
         };
         let found_buckets = (hist && !series.is_empty())
-            .then(|| merge_buckets(series.iter().map(|s| s.buckets.as_ref())))
+            .then(|| {
+                merge_buckets(
+                    series
+                        .iter()
+                        .map(|s| s.buckets.as_ref().map(|b| b.as_slice())),
+                )
+            })
             .flatten();
         let found_percentiles = found_buckets.as_deref().map(Percentiles::of_buckets);
         let exact_percentiles = corrected
