@@ -99,7 +99,29 @@ pub struct Partition {
     /// The partition labels (e.g. `engine="1"`) and, for a replica slot,
     /// the replica labels of this partition's rank.
     pub labels: Labels,
-    members: BTreeSet<Member>,
+    /// Sorted and without repeats (as a set of members iterates), so a
+    /// series is found by a binary search that allocates nothing.
+    members: Vec<Member>,
+}
+
+impl Partition {
+    /// Whether the series (`endpoint`, `labels` with the summed labels
+    /// left out) is one of its members: the comparison of [`Member`]'s
+    /// order (endpoint, then the labels' pairs in order) without building
+    /// the member.
+    fn has(&self, endpoint: &str, labels: &Labels, summed: &BTreeSet<String>) -> bool {
+        let kept = || {
+            (labels.iter())
+                .filter(|(k, _)| !summed.contains(*k))
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+        };
+        (self.members)
+            .binary_search_by(|(ep, l)| {
+                let pairs = l.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+                ep.as_str().cmp(endpoint).then_with(|| pairs.cmp(kept()))
+            })
+            .is_ok()
+    }
 }
 
 /// Series that together see every request once.
@@ -119,26 +141,14 @@ pub struct Observer {
 }
 
 impl Observer {
-    fn project(&self, labels: &Labels) -> Labels {
-        labels
-            .iter()
-            .filter(|(k, _)| !self.summed.contains(*k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
-    }
-
     /// Whether the series (`endpoint`, `labels`) is one of its own.
     pub fn contains(&self, endpoint: &str, labels: &Labels) -> bool {
-        let m = (endpoint.to_string(), self.project(labels));
-        self.partitions.iter().any(|p| p.members.contains(&m))
+        (self.partitions.iter()).any(|p| p.has(endpoint, labels, &self.summed))
     }
 
     /// Whether the series belongs to partition `i`.
     pub fn in_partition(&self, i: usize, endpoint: &str, labels: &Labels) -> bool {
-        let m = (endpoint.to_string(), self.project(labels));
-        self.partitions
-            .get(i)
-            .is_some_and(|p| p.members.contains(&m))
+        (self.partitions.get(i)).is_some_and(|p| p.has(endpoint, labels, &self.summed))
     }
 
     /// Its observations in a phase's family (a histogram's count, a
@@ -355,7 +365,7 @@ fn build(
                     labels.extend(rlabels.iter().map(|(k, v)| (k.clone(), v.clone())));
                     Some(Partition {
                         labels,
-                        members: (*members).clone(),
+                        members: members.iter().cloned().collect(),
                     })
                 })
                 .collect();
