@@ -135,6 +135,14 @@ impl<'a> Sample<'a> {
         self.store.count(self.row, self.tag)
     }
 
+    /// Reads the words of its row that every walk reads (its cumulative
+    /// quantity, and where its sum and buckets are coded, which a counter
+    /// has not), for a loop that brings many rows into the cache at once.
+    /// The value means nothing.
+    pub fn touch(&self) -> u64 {
+        self.store.touch(self.row)
+    }
+
     /// Histogram cumulative sum.
     pub fn sum(&self) -> Option<f64> {
         self.store.sum(self.row, self.tag)

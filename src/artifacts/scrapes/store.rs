@@ -519,6 +519,11 @@ impl Store {
         Some(float(&self.arena, at + 1))
     }
 
+    /// Row `i`'s cumulative and coding words, folded ([`super::Sample::touch`]).
+    pub fn touch(&self, i: u32) -> u64 {
+        self.a[i as usize].to_bits() ^ u64::from(self.aux[i as usize])
+    }
+
     /// Every row's count, else value (0 without either): a column.
     pub fn cumulatives(&self) -> &[f64] {
         &self.a

@@ -185,7 +185,8 @@ pub fn cumulative(
 const WARM_SCRAPES: usize = 32;
 const WARM_SAMPLES: usize = 2048;
 
-/// Reads the values and sums of the family's samples of the next
+/// Reads the values, sums and where the buckets are coded (a counter's
+/// row says it has none there) of the family's samples of the next
 /// [`WARM_SCRAPES`] scrapes of `ordered` (their groups `groups`), in one
 /// short loop whose loads do not wait on each other. A family's samples of
 /// consecutive scrapes are a scrape apart in the store, so each scrape's
@@ -201,7 +202,7 @@ fn warm(scrapes: &ScrapesRead, ordered: &[(&Scrape, u64)], groups: &[Option<usiz
             continue;
         };
         for x in scrapes.samples_at(s, g).take(WARM_SAMPLES - samples) {
-            seen ^= x.cumulative().map_or(0, f64::to_bits) ^ x.sum().map_or(0, f64::to_bits);
+            seen ^= x.touch() ^ x.sum().map_or(0, f64::to_bits);
             samples += 1;
         }
         if samples >= WARM_SAMPLES {
