@@ -452,7 +452,8 @@ enum Member {
 }
 
 /// A member's key, borrowed from the document where it can be (no escape):
-/// a key not kept is never allocated. Read as a `String` key is.
+/// a key not kept is never allocated. Read as a `String` key is. Also the
+/// reader of the export's bucket bounds (`server_metrics::Buckets`).
 pub(super) struct Key<'de>(pub(super) std::borrow::Cow<'de, str>);
 
 impl<'de> Deserialize<'de> for Key<'de> {
