@@ -36,8 +36,8 @@ impl<'a> JsonStream<'a> {
 
     /// `value` pretty-printed, every line after the first indented by
     /// `indent` (a string never holds a raw newline, so this is exact).
-    /// Indented in memory and written at once: a write per line through
-    /// `dyn Write` cost more than the copy.
+    /// Indented in memory and written at once, one call through `dyn
+    /// Write` instead of three per line.
     fn nested(
         &mut self,
         value: &impl serde::Serialize,
