@@ -21,7 +21,7 @@
 //! before the first request (the increments before it cannot be placed).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap};
 
 use serde::Serialize;
 
@@ -316,6 +316,7 @@ pub fn by_observation(
     // hand-edited `count: 1e300` both reach here). Past the budget the split
     // cannot be told per observation.
     let budget = increment_budget(cands.len());
+    let mut ranges = Vec::new();
     for (ia, w) in pts.windows(2).enumerate() {
         let (a, b) = (&w[0], &w[1]);
         let dc = b.count - a.count;
@@ -326,10 +327,13 @@ pub fn by_observation(
             pending.add(next);
             next += 1;
         }
-        if !dc.is_finite() || dc.round() > (budget - increments.len()) as f64 {
+        if !dc.is_finite() {
             return None;
         }
-        let k = dc.round() as usize;
+        let k = round_count(dc);
+        if k > budget - increments.len() {
+            return None;
+        }
         if k == 0 {
             continue;
         }
@@ -349,10 +353,10 @@ pub fn by_observation(
                 .count() as u64;
         }
         let uncertain = |i: Option<usize>| ambiguous || i.is_some_and(|i| i < floating);
-        let ranges = increment_ranges(pts, ia, k, dsum);
+        increment_ranges(pts, ia, k, dsum, &mut ranges);
         push_increments(
             &mut increments,
-            ranges,
+            &ranges,
             dsum / k as f64,
             &chosen,
             cands,
@@ -382,19 +386,16 @@ pub fn by_observation(
 /// phases' requests.
 fn push_increments(
     increments: &mut Vec<Increment>,
-    ranges: Vec<(f64, f64, Option<f64>)>,
+    ranges: &[(f64, f64, Option<f64>)],
     point: f64,
     chosen: &[usize],
     cands: &[Candidate],
     uncertain: impl Fn(Option<usize>) -> bool,
 ) {
-    let mixed_here = chosen
-        .iter()
-        .map(|i| cands[*i].phase)
-        .collect::<BTreeSet<_>>()
-        .len()
-        > 1;
-    for (j, (lo, hi, le)) in ranges.into_iter().enumerate() {
+    let phase_of = |i: &usize| cands[*i].phase;
+    let first = chosen.first().map(phase_of);
+    let mixed_here = chosen.iter().any(|i| Some(phase_of(i)) != first);
+    for (j, &(lo, hi, le)) in ranges.iter().enumerate() {
         let cand = chosen.get(j).copied();
         increments.push(Increment {
             phase: cand.map(|i| cands[i].phase),
@@ -497,25 +498,47 @@ pub fn increment_budget(records: usize) -> usize {
     records.saturating_mul(4).saturating_add(1 << 16)
 }
 
-/// Value bounds of each of an interval's `k` increments: exact for a single
-/// increment (the sum delta), otherwise the bucket ranges they fell into.
-/// Also the bucket (`le`) of each, from the bucket deltas; `None` where the
-/// deltas account for fewer than `k` increments.
-fn increment_ranges(pts: &Points, ia: usize, k: usize, dsum: f64) -> Vec<(f64, f64, Option<f64>)> {
-    let mut ranges = Vec::with_capacity(k);
+/// `x` rounded half away from zero as a count, 0 below one half (and for
+/// NaN), saturating: `x.round().max(0.0) as usize`. `f64::round` is a
+/// library call on x86-64's baseline (no SSE4.1), and this runs per bucket
+/// per scrape interval. Exact: below 2^53 `x - trunc(x)` is exact, above
+/// it `x` is whole.
+fn round_count(x: f64) -> usize {
+    let whole = x as u64; // truncates and saturates; NaN and negatives: 0
+    let up = x - whole as f64 >= 0.5;
+    usize::try_from(whole.saturating_add(u64::from(up))).unwrap_or(usize::MAX)
+}
+
+/// Value bounds of each of an interval's `k` increments, into `ranges`:
+/// exact for a single increment (the sum delta), otherwise the bucket
+/// ranges they fell into. Also the bucket (`le`) of each, from the bucket
+/// deltas; `None` where the deltas account for fewer than `k` increments.
+fn increment_ranges(
+    pts: &Points,
+    ia: usize,
+    k: usize,
+    dsum: f64,
+    ranges: &mut Vec<(f64, f64, Option<f64>)>,
+) {
+    ranges.clear();
     let (mut prev_le, mut prev_c) = (0.0, 0.0);
     let before = pts.row(ia);
     for (j, (le, c)) in (pts.les.iter().zip(pts.row(ia + 1))).enumerate() {
+        if ranges.len() == k {
+            break; // every increment placed: the later buckets add none
+        }
         if c.is_nan() {
             continue;
         }
         let (le, c) = (*le, *c);
         let before = if before[j].is_nan() { 0.0 } else { before[j] };
         let cum = c - before;
-        // Bucket deltas beyond the count delta are inconsistent input: never
-        // more ranges than increments.
-        let n = ((cum - prev_c).round().max(0.0) as usize).min(k - ranges.len());
-        ranges.extend(std::iter::repeat_n((prev_le, le, Some(le)), n));
+        if cum != prev_c {
+            // Bucket deltas beyond the count delta are inconsistent input:
+            // never more ranges than increments.
+            let n = round_count(cum - prev_c).min(k - ranges.len());
+            ranges.extend(std::iter::repeat_n((prev_le, le, Some(le)), n));
+        }
         prev_le = le;
         prev_c = cum;
     }
@@ -524,7 +547,6 @@ fn increment_ranges(pts: &Points, ia: usize, k: usize, dsum: f64) -> Vec<(f64, f
         // A single increment's value is the sum delta itself.
         ranges[0] = (dsum, dsum, ranges[0].2);
     }
-    ranges
 }
 
 // --- By span ---------------------------------------------------------------------------
@@ -716,6 +738,44 @@ pub fn by_span(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_rounds_as_f64_round_does() {
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            0.49999999999999994,
+            1.5,
+            2.5,
+            -2.5,
+            1.0 - f64::EPSILON / 2.0,
+            4503599627370495.5, // 2^52 - 0.5
+            9007199254740993.0, // above 2^53
+            9.3e18,
+            1.8446744073709552e19, // 2^64
+            1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            f64::MIN_POSITIVE,
+        ];
+        // Every bit pattern's neighbourhood of the halves, and a spread.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..100_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let half = (state % 1000) as f64 + 0.5;
+            let ulps = (state >> 40) % 5;
+            xs.push(f64::from_bits(half.to_bits() + ulps - 2));
+            xs.push(f64::from_bits(state >> 2));
+        }
+        for x in xs {
+            assert_eq!(round_count(x), x.round().max(0.0) as usize, "{x:e}");
+        }
+    }
 
     /// `Spans::overlaps` as first written: every span sorted by start, the
     /// latest end so far carried along, and the last span starting by `b`
