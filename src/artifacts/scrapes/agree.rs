@@ -3,7 +3,9 @@
 //! lines, and the `scrapes_jsonl` fuzz target).
 
 use super::reference::RawScrape;
-use super::{read_from, Labels, ScrapePhase, ScrapesRead};
+use std::collections::BTreeMap;
+
+use super::{read_from, Labels, Sample, ScrapePhase, ScrapesRead, SeriesCursor};
 use crate::artifacts::records::MAX_LINE_BYTES;
 use crate::findings::MAX_LISTED;
 use crate::stats::le_value;
@@ -134,4 +136,58 @@ pub fn assert_agrees(data: &[u8]) {
         bad.min(MAX_LISTED) <= findings + 1,
         "{bad} bad lines, {findings} findings"
     );
+    cursors_agree(&read);
+}
+
+/// Panics unless [`super::Sample::buckets_after`] gives each row's buckets
+/// as [`super::Sample::buckets`] does, whatever order a cursor is taken
+/// through the rows in: each series' rows forward, backward and in
+/// swapped pairs, and every row of the file in a scrambled order with
+/// repeats (a cursor holds rows by their number, so any row is answered).
+fn cursors_agree(read: &ScrapesRead) {
+    let mut series: BTreeMap<(u32, u32, u32), Vec<Sample>> = BTreeMap::new();
+    for s in &read.scrapes {
+        for (family, _, xs) in read.families_by_id(s) {
+            for x in xs {
+                series
+                    .entry((s.endpoint, family, x.labels_id()))
+                    .or_default()
+                    .push(x);
+            }
+        }
+    }
+    let check = |order: &mut dyn Iterator<Item = Sample>| {
+        let mut cursor = SeriesCursor::default();
+        for x in order {
+            let after = x.buckets_after(&mut cursor).map(|(les, counts)| {
+                assert_eq!(les.len(), counts.len());
+                les.iter().copied().zip(counts.iter().copied()).collect()
+            });
+            let bits = |b: Option<Vec<(Option<f64>, f64)>>| {
+                b.map(|b| {
+                    (b.into_iter())
+                        .map(|(le, c)| (le.map(f64::to_bits), c.to_bits()))
+                        .collect::<Vec<_>>()
+                })
+            };
+            assert_eq!(bits(after), bits(x.buckets()), "row of {:?}", x.labels());
+        }
+    };
+    for rows in series.values() {
+        check(&mut rows.iter().copied());
+        check(&mut rows.iter().rev().copied());
+        let swapped = rows.chunks(2).flat_map(|p| p.iter().rev().copied());
+        check(&mut swapped.collect::<Vec<_>>().into_iter());
+    }
+    let all: Vec<Sample> = series.into_values().flatten().collect();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut scrambled = (0..all.len() * 2).map(|_| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        all[(state % all.len() as u64) as usize]
+    });
+    if !all.is_empty() {
+        check(&mut scrambled);
+    }
 }

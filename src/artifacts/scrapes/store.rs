@@ -100,14 +100,34 @@ struct Chain {
 /// decoded (a few: a reader in state order visits two scrapes answered out
 /// of order the other way round) and their bucket counts
 /// (`Store::buckets_after`).
+///
+/// A ring of [`RECENT`] slots, each a row's (row, bounds id) and counts:
+/// a decode writes the slot after the latest (the oldest once all are
+/// full) and reuses its buffer, so nothing moves or allocates once every
+/// slot has been written.
 #[derive(Debug, Default, Clone)]
 pub struct SeriesCursor {
-    /// (row, bounds id, counts), the latest last.
-    recent: Vec<(u32, u32, Vec<f64>)>,
+    /// Per slot: (row, bounds id).
+    held: [(u32, u32); RECENT],
+    /// Per slot: the row's counts.
+    counts: [Vec<f64>; RECENT],
+    /// How many slots hold a row.
+    len: usize,
+    /// The slot of the latest row.
+    latest: usize,
 }
 
 /// Rows a [`SeriesCursor`] keeps.
 const RECENT: usize = 4;
+
+impl SeriesCursor {
+    /// The slot holding `row`, the latest first.
+    fn find(&self, row: u32) -> Option<usize> {
+        (0..self.len)
+            .map(|age| (self.latest + RECENT - age) % RECENT)
+            .find(|&k| self.held[k].0 == row)
+    }
+}
 
 /// The columns.
 #[derive(Default)]
@@ -571,14 +591,11 @@ impl Store {
         self.coding(i)?;
         let a = &self.arena;
         // Back along the chain to a row the cursor holds or a whole one.
-        let mut chain: [usize; WHOLE_EVERY as usize] = [0; WHOLE_EVERY as usize];
+        let mut chain = [0usize; WHOLE_EVERY as usize];
         let mut n = 0;
         let mut row = i;
-        // The counts' buffer: the oldest kept row's, unless that is the one
-        // found.
-        let recent = &mut cursor.recent;
         let found = loop {
-            if let Some(k) = recent.iter().rposition(|r| r.0 == row) {
+            if let Some(k) = cursor.find(row) {
                 break Some(k);
             }
             let (p, whole) = self.coding(row)?;
@@ -589,18 +606,19 @@ impl Store {
             n += 1;
             row -= word(a, p);
         };
-        let mut buf = match found {
-            Some(k) if k > 0 && recent.len() >= RECENT => recent.remove(0).2,
-            None if recent.len() >= RECENT => recent.remove(0).2,
-            _ => Vec::new(),
-        };
-        buf.clear();
+        // The slot written: the one after the latest, the oldest once all
+        // are full (the row found may be that one: its counts are then
+        // changed where they are).
+        let to = (cursor.latest + 1) % RECENT;
         let bounds = match found {
-            Some(_) => {
-                // Its index moved down if the oldest went.
-                let r = recent.iter().rev().find(|r| r.0 == row)?;
-                buf.extend_from_slice(&r.2);
-                r.1
+            Some(k) => {
+                if k != to {
+                    let from = std::mem::take(&mut cursor.counts[k]);
+                    cursor.counts[to].clear();
+                    cursor.counts[to].extend_from_slice(&from);
+                    cursor.counts[k] = from;
+                }
+                cursor.held[k].1
             }
             None => {
                 let (p, whole) = self.coding(row)?;
@@ -610,20 +628,20 @@ impl Store {
                 }
                 let b = word(a, p);
                 let len = self.bounds[b as usize].len();
+                let buf = &mut cursor.counts[to];
+                buf.clear();
                 buf.extend((0..len).map(|k| float(a, p + 4 + 8 * k)));
                 b
             }
         };
         // Forward again, each change applied.
         for &p in chain[..n].iter().rev() {
-            add_growths(a, p, &mut buf);
+            add_growths(a, p, &mut cursor.counts[to]);
         }
-        if recent.len() >= RECENT {
-            recent.remove(0);
-        }
-        recent.push((i, bounds, buf));
-        let last = recent.last()?;
-        Some((&self.bounds[bounds as usize], &last.2))
+        cursor.held[to] = (i, bounds);
+        cursor.latest = to;
+        cursor.len = (cursor.len + 1).min(RECENT);
+        Some((&self.bounds[bounds as usize], &cursor.counts[to]))
     }
 
     /// The bounds' id of row `i`'s buckets: its whole row's (a change
