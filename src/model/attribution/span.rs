@@ -1,0 +1,285 @@
+//! Attributing by span ([`by_span`]): an interval's amounts go to the
+//! phase whose requests' spans overlap it; an interval both phases (or
+//! none) overlap is ambiguous and bounds the result.
+
+use std::collections::BTreeMap;
+
+use super::Point;
+use crate::artifacts::records::{Phase, Record};
+
+/// The requests of each phase as spans, from start to end plus the slack:
+/// whenever a framework counts a request (at scheduling, prefill or
+/// completion), it is inside that span.
+///
+/// Asked only whether some span of a phase overlaps `(a, b]`, which is
+/// whether the latest end of the spans starting by `b` is after `a`. That
+/// latest end is kept at the times the questions come with (the scrape
+/// times), so the spans are never sorted: each record raises the latest
+/// end at the first of those times at or after its start, a running
+/// maximum then carries it to the later ones.
+pub struct Spans<'a> {
+    /// The times `b` is expected at, sorted and distinct.
+    times: Vec<u64>,
+    /// Per phase (`Phase as usize`), per time of `times`: the latest end of
+    /// a span starting by then (0: none).
+    latest: [Vec<u64>; 2],
+    /// The records, slack and unrecorded warmup, for a `b` not in `times`
+    /// (answered by a walk over the records).
+    records: &'a [Record],
+    slack: u64,
+    unrecorded_warmup: Option<u64>,
+}
+
+impl<'a> Spans<'a> {
+    /// The spans of `records`, to be asked about intervals ending at
+    /// `times` (in any order, repeats allowed).
+    pub fn of(records: &'a [Record], slack: u64, mut times: Vec<u64>) -> Spans<'a> {
+        times.sort_unstable();
+        times.dedup();
+        let mut latest = [vec![0; times.len()], vec![0; times.len()]];
+        // Records come about in start order: the time found for one is
+        // usually the one for the next.
+        let mut at = 0;
+        for r in records {
+            let start = r.request_start_ns;
+            let settled =
+                (at == 0 || times[at - 1] < start) && times.get(at).is_none_or(|&t| t >= start);
+            if !settled {
+                at = times.partition_point(|&t| t < start);
+            }
+            if let Some(l) = latest[r.phase as usize].get_mut(at) {
+                *l = (*l).max(Self::end(r, slack));
+            }
+        }
+        for l in &mut latest {
+            running_max(l);
+        }
+        Spans {
+            times,
+            latest,
+            records,
+            slack,
+            unrecorded_warmup: None,
+        }
+    }
+
+    /// A span's end: the request's end (its start if earlier) plus the slack.
+    fn end(r: &Record, slack: u64) -> u64 {
+        r.request_end_ns
+            .max(r.request_start_ns)
+            .saturating_add(slack)
+    }
+
+    /// With a warmup the run has no records of (AIPerf before 0.12): one
+    /// span from the start of time to `until` (profiling's start, by which
+    /// its requests had all returned) stands for them.
+    pub fn with_unrecorded_warmup(mut self, until: u64) -> Spans<'a> {
+        let w = &mut self.latest[Phase::Warmup as usize];
+        if let Some(first) = w.first_mut() {
+            *first = (*first).max(until);
+        }
+        running_max(w);
+        self.unrecorded_warmup = Some(until);
+        self
+    }
+
+    /// Whether a request of `phase` was in flight during `(a, b]`.
+    fn overlaps(&self, phase: Phase, a: u64, b: u64) -> bool {
+        match self.times.binary_search(&b) {
+            Ok(at) => self.latest[phase as usize][at] > a,
+            // Not a time the spans were built for: every span looked at.
+            Err(_) => {
+                (phase == Phase::Warmup && self.unrecorded_warmup.is_some_and(|u| u > a))
+                    || self.records.iter().any(|r| {
+                        r.phase == phase && r.request_start_ns <= b && Self::end(r, self.slack) > a
+                    })
+            }
+        }
+    }
+}
+
+/// Each value raised to the largest before it.
+fn running_max(v: &mut [u64]) {
+    let mut latest = 0;
+    for x in v {
+        latest = latest.max(*x);
+        *x = latest;
+    }
+}
+
+/// Two cumulative series (a ratio's numerator and denominator) split by
+/// phase interval by interval.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SpanSplit {
+    /// Intervals over every endpoint.
+    pub intervals: usize,
+    /// Numerator and denominator increments of intervals only profiling
+    /// requests overlap.
+    pub certain: (f64, f64),
+    /// Increments of intervals both phases overlap, or none (foreign traffic).
+    pub ambiguous: Vec<(f64, f64)>,
+}
+
+/// Why raw scrapes cannot split a series.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    /// The first scrape of the endpoint comes after the first request.
+    LateBaseline,
+    /// A cumulative value went down (a reset).
+    Reset,
+    /// Between two scrapes the numerator rose more than the denominator
+    /// (hits above queries, cached above prompt tokens): no server counts
+    /// so. `line` is the later scrape's line.
+    AboveDenominator {
+        /// The later scrape's line (1-based).
+        line: u64,
+        /// The numerator's rise.
+        numerator: f64,
+        /// The denominator's rise.
+        denominator: f64,
+    },
+}
+
+/// Adds the intervals of one endpoint's numerator and denominator series
+/// (joined on their scrapes) to `split`.
+pub fn by_span(
+    num: &[Point],
+    den: &[Point],
+    spans: &Spans<'_>,
+    first_start: Option<u64>,
+    split: &mut SpanSplit,
+) -> Result<(), Refusal> {
+    let dens: BTreeMap<u64, &Point> = den.iter().map(|p| (p.line, p)).collect();
+    let pts: Vec<(u64, f64, f64, u64)> = num
+        .iter()
+        .filter_map(|n| Some((n.t, n.amount(), dens.get(&n.line)?.amount(), n.line)))
+        .collect();
+    if pts.len() < 2 {
+        return Ok(());
+    }
+    if first_start.is_some_and(|s| s <= pts[0].0) {
+        return Err(Refusal::LateBaseline);
+    }
+    for w in pts.windows(2) {
+        let ((a, na, da, _), (b, nb, db, line)) = (w[0], w[1]);
+        let (dn, dd) = (nb - na, db - da);
+        if dn < 0.0 || dd < 0.0 {
+            return Err(Refusal::Reset);
+        }
+        if dn > dd {
+            return Err(Refusal::AboveDenominator {
+                line,
+                numerator: dn,
+                denominator: dd,
+            });
+        }
+        split.intervals += 1;
+        if dn == 0.0 && dd == 0.0 {
+            continue;
+        }
+        let profiling = spans.overlaps(Phase::Profiling, a, b);
+        let warmup = spans.overlaps(Phase::Warmup, a, b);
+        match (profiling, warmup) {
+            (true, false) => {
+                split.certain.0 += dn;
+                split.certain.1 += dd;
+            }
+            (false, true) => {}
+            _ => split.ambiguous.push((dn, dd)),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Spans::overlaps` as first written: every span sorted by start, the
+    /// latest end so far carried along, and the last span starting by `b`
+    /// asked.
+    fn reference_overlaps(
+        records: &[Record],
+        slack: u64,
+        unrecorded_warmup: Option<u64>,
+        phase: Phase,
+        a: u64,
+        b: u64,
+    ) -> bool {
+        let mut spans: Vec<(u64, u64)> = (records.iter())
+            .filter(|r| r.phase == phase)
+            .map(|r| {
+                let end = r.request_end_ns.max(r.request_start_ns);
+                (r.request_start_ns, end.saturating_add(slack))
+            })
+            .collect();
+        if phase == Phase::Warmup {
+            spans.extend(unrecorded_warmup.map(|u| (0, u)));
+        }
+        spans.sort_unstable();
+        let mut latest = 0;
+        for s in spans.iter_mut() {
+            latest = latest.max(s.1);
+            s.1 = latest;
+        }
+        let upto = spans.partition_point(|s| s.0 <= b);
+        upto > 0 && spans[upto - 1].1 > a
+    }
+
+    #[test]
+    fn spans_answer_as_the_sorted_spans_did() {
+        let mut rng = fastrand::Rng::with_seed(5);
+        for case in 0..300 {
+            let n = rng.usize(0..60);
+            // Nearly in start order (as a run's records are), or shuffled.
+            let mut t = 0;
+            let mut records: Vec<Record> = (0..n)
+                .map(|_| {
+                    t += rng.u64(0..40);
+                    let mut r = Record::with_values(Default::default());
+                    r.request_start_ns = t;
+                    // An end before the start too (a bad record).
+                    r.request_end_ns = (t + rng.u64(0..120)).saturating_sub(rng.u64(0..20));
+                    r.phase = if rng.u8(0..3) == 0 {
+                        Phase::Warmup
+                    } else {
+                        Phase::Profiling
+                    };
+                    r
+                })
+                .collect();
+            if case % 3 == 0 {
+                rng.shuffle(&mut records);
+            }
+            let slack = rng.u64(0..30);
+            let unrecorded = (case % 4 == 0).then(|| rng.u64(0..200));
+            let horizon = t + 200;
+            // Scrape times anywhere, and at requests' starts and ends (the
+            // edges of the comparisons).
+            let mut times: Vec<u64> = (0..rng.usize(0..30)).map(|_| rng.u64(0..horizon)).collect();
+            for r in &records {
+                match rng.u8(0..4) {
+                    0 => times.push(r.request_start_ns),
+                    1 => times.push(r.request_end_ns + slack),
+                    _ => {}
+                }
+            }
+            let mut spans = Spans::of(&records, slack, times.clone());
+            if let Some(u) = unrecorded {
+                spans = spans.with_unrecorded_warmup(u);
+            }
+            // Intervals ending at the times given, and at any time.
+            let anywhere: Vec<u64> = (0..20).map(|_| rng.u64(0..horizon)).collect();
+            for &b in times.iter().chain(&anywhere) {
+                let a = b.saturating_sub(rng.u64(0..60));
+                for phase in [Phase::Warmup, Phase::Profiling] {
+                    assert_eq!(
+                        spans.overlaps(phase, a, b),
+                        reference_overlaps(&records, slack, unrecorded, phase, a, b),
+                        "case {case}, {phase:?}, ({a}, {b}]"
+                    );
+                }
+            }
+        }
+    }
+}
