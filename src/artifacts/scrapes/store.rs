@@ -683,3 +683,44 @@ impl Store {
         self.a.capacity() * 8 + self.aux.capacity() * 4 + self.arena.capacity() + layouts
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `add_growths` adds what `get_varint` reads one varint at a time:
+    /// every count from 0 to 40, growths of one byte, of several, and
+    /// mixed, written anywhere in the arena, followed by bytes with or
+    /// without their high bit, or by the arena's end.
+    #[test]
+    fn growths_add_as_one_varint_at_a_time() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        for case in 0..20_000 {
+            let n = rng.usize(0..41);
+            let kind = rng.u8(0..4);
+            let values: Vec<u64> = (0..n)
+                .map(|_| match kind {
+                    0 => rng.u64(0..128),
+                    1 if rng.u8(0..8) == 0 => rng.u64(128..1 << 40),
+                    1 => rng.u64(0..128),
+                    2 => rng.u64(..),
+                    _ => rng.u64(0..300),
+                })
+                .collect();
+            let mut arena: Vec<u8> = (0..rng.usize(0..10)).map(|_| rng.u8(..)).collect();
+            let at = arena.len();
+            put_varints(&mut arena, &values);
+            let after = rng.usize(0..12);
+            arena.extend((0..after).map(|_| rng.u8(..)));
+            let start: Vec<f64> = (0..n).map(|_| f64::from(rng.u32(..))).collect();
+            let (mut want, mut p) = (start.clone(), at);
+            for c in &mut want {
+                *c += get_varint(&arena, &mut p) as f64;
+            }
+            let mut got = start;
+            add_growths(&arena, at, &mut got);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "case {case}: {values:?}");
+        }
+    }
+}
