@@ -626,13 +626,8 @@ fn repairs(
         .map(|((f, o), at)| {
             let ep = o.endpoint.as_deref()?;
             let cands = &prepared.iter().find(|p| p.0 == *at)?.1;
-            let with = attribution::Attributing {
-                cands,
-                first_start,
-                slack: slack_ns,
-                late_after: profiling_start,
-            };
-            attribution::observed(sc, ep, &f.name, |l| o.contains(ep, l), with)
+            let pts = attribution::cumulative(sc, ep, &f.name, |labels| o.contains(ep, labels));
+            attribution::by_observation(&pts, first_start, cands, slack_ns, profiling_start)
         })
         .collect()
 }

@@ -12,31 +12,25 @@
 //!   request whose event (arrival, first token, completion; [`candidates`])
 //!   falls in it, else to an overdue one, else to one in flight; the result
 //!   is a per-phase count, sum (exact, or bounded where the choice was
-//!   ambiguous) and, when exact, the phase's own buckets. [`observed`] does
-//!   the same as the walk goes, two points held at a time (the phase
-//!   check's repairs);
-//! - [`by_span`] (`span.rs`): an interval's amounts go to the phase whose
-//!   requests' spans overlap it; an interval both phases (or none) overlap
-//!   is ambiguous and bounds the result.
+//!   ambiguous) and, when exact, the phase's own buckets;
+//! - [`by_span`]: an interval's amounts go to the phase whose requests'
+//!   spans overlap it; an interval both phases (or none) overlap is
+//!   ambiguous and bounds the result.
 //!
 //! Neither attributes across a decrease (a reset) or without a scrape
 //! before the first request (the increments before it cannot be placed).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
-use std::ops::ControlFlow;
 
 use serde::Serialize;
 
 use crate::artifacts::records::{Phase, Record};
-use crate::artifacts::scrapes::ScrapesRead;
 use crate::frameworks::ObservedAt;
 use crate::stats::{le_text, Percentiles};
 
 mod points;
-mod span;
 pub use points::{cumulative, growth_across_resets, Point, Points};
-pub use span::{by_span, Refusal, SpanSplit, Spans};
 
 closed_set! {
     /// Whether an attribution is exact or only bounded.
@@ -311,168 +305,79 @@ pub fn by_observation(
     if pts.len() < 2 || !baseline_predates(pts, first_start) {
         return None;
     }
-    let mut o = Observing::new(cands, slack, late_after);
-    o.is_hist = pts.iter().all(|p| p.sum.is_some());
-    for ia in 0..pts.len() - 1 {
-        o.interval(pts, ia)?;
-    }
-    o.finish(pts, pts.len() - 1)
-}
-
-/// What [`observed`] attributes a series' increments to.
-#[derive(Clone, Copy)]
-pub struct Attributing<'c> {
-    /// The requests that could have caused them ([`candidates`]).
-    pub cands: &'c [Candidate],
-    /// The first request's start: the first scrape must predate it.
-    pub first_start: Option<u64>,
-    /// How far a scrape may be from a request's event (ns).
-    pub slack: u64,
-    /// Warmup observations given out in intervals from then on are late.
-    pub late_after: Option<u64>,
-}
-
-/// [`by_observation`] of [`cumulative`]`(scrapes, endpoint, family,
-/// keep)`, each interval attributed as the walk reaches it: the points
-/// are never held (a row of bucket counts per scrape), and a walk that
-/// cannot be attributed stops where that shows.
-pub fn observed(
-    scrapes: &ScrapesRead,
-    endpoint: &str,
-    family: &str,
-    keep: impl Fn(&BTreeMap<String, String>) -> bool,
-    with: Attributing,
-) -> Option<Attribution> {
-    let mut o = Observing::new(with.cands, with.slack, with.late_after);
-    let (mut seen, mut failed) = (0usize, false);
-    let mut out = Points::default();
-    points::walk(scrapes, endpoint, family, keep, &mut out, true, |w| {
-        seen += 1;
-        o.is_hist &= w.last().is_some_and(|p| p.sum.is_some());
-        // The first point has no interval: it is the baseline.
-        failed = if w.len() < 2 {
-            !baseline_predates(w, with.first_start)
-        } else {
-            o.interval(w, w.len() - 2).is_none()
-        };
-        if failed {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    });
-    if failed || seen < 2 {
-        return None;
-    }
-    o.finish(&out, out.len() - 1)
-}
-
-/// [`by_observation`]'s state between intervals.
-struct Observing<'c> {
-    cands: &'c [Candidate],
-    late_after: Option<u64>,
-    /// Candidates that have become pending.
-    next: usize,
-    pending: Pending<'c>,
-    increments: Vec<Increment>,
-    unattributed: u64,
-    warmup_late: u64,
-    /// One increment is held per observation: the count deltas are input,
-    /// so they are bounded by what the records could explain (the fuzzers
-    /// and a hand-edited `count: 1e300` both reach here). Past the budget
-    /// the split cannot be told per observation.
-    budget: usize,
-    /// The interval's ranges (a buffer kept across intervals).
-    ranges: Vec<(f64, f64, Option<f64>)>,
-    /// Every point has a sum.
-    is_hist: bool,
-}
-
-impl<'c> Observing<'c> {
-    fn new(cands: &'c [Candidate], slack: u64, late_after: Option<u64>) -> Self {
-        Observing {
-            cands,
-            late_after,
-            next: 0,
-            pending: Pending::new(cands, slack),
-            increments: Vec::new(),
-            unattributed: 0,
-            warmup_late: 0,
-            budget: increment_budget(cands.len()),
-            ranges: Vec::new(),
-            is_hist: true,
-        }
-    }
-
-    /// Attributes the increments between points `ia` and `ia + 1` of
-    /// `pts`; `None` where the series cannot be attributed (a reset, a
-    /// count that is not a number or past the budget).
-    fn interval(&mut self, pts: &Points, ia: usize) -> Option<()> {
-        let cands = self.cands;
-        let (a, b) = (&pts[ia], &pts[ia + 1]);
+    let is_hist = pts.iter().all(|p| p.sum.is_some());
+    let mut next = 0usize;
+    let mut pending = Pending::new(cands, slack);
+    let mut increments: Vec<Increment> = Vec::new();
+    let mut unattributed = 0u64;
+    let mut warmup_late = 0u64;
+    // One increment is held per observation: the count deltas are input, so
+    // they are bounded by what the records could explain (the fuzzers and a
+    // hand-edited `count: 1e300` both reach here). Past the budget the split
+    // cannot be told per observation.
+    let budget = increment_budget(cands.len());
+    let mut ranges = Vec::new();
+    for (ia, w) in pts.windows(2).enumerate() {
+        let (a, b) = (&w[0], &w[1]);
         let dc = b.count - a.count;
         if dc < -0.5 {
             return None; // a reset: reported separately, not repaired across
         }
-        while self.next < cands.len() && cands[self.next].earliest <= b.t {
-            self.pending.add(self.next);
-            self.next += 1;
+        while next < cands.len() && cands[next].earliest <= b.t {
+            pending.add(next);
+            next += 1;
         }
         if !dc.is_finite() {
             return None;
         }
         let k = round_count(dc);
-        if k > self.budget - self.increments.len() {
+        if k > budget - increments.len() {
             return None;
         }
         if k == 0 {
-            return Some(());
+            continue;
         }
         // Passed over in an earlier ambiguous interval (read before this
         // interval's choice can move the mark).
-        let floating = self.pending.float_below;
-        let (chosen, ambiguous) = self.pending.choose(a.t, b.t, k, self.next);
-        self.unattributed += (k - chosen.len()) as u64;
+        let floating = pending.float_below;
+        let (chosen, ambiguous) = pending.choose(a.t, b.t, k, next);
+        unattributed += (k - chosen.len()) as u64;
         let dsum = match (a.sum, b.sum) {
             (Some(x), Some(y)) => y - x,
             _ => 0.0,
         };
-        if self.late_after.is_some_and(|t| a.t >= t) {
-            self.warmup_late += chosen
+        if late_after.is_some_and(|t| a.t >= t) {
+            warmup_late += chosen
                 .iter()
                 .filter(|i| cands[**i].phase == Phase::Warmup)
                 .count() as u64;
         }
         let uncertain = |i: Option<usize>| ambiguous || i.is_some_and(|i| i < floating);
-        increment_ranges(pts, ia, k, dsum, &mut self.ranges);
+        increment_ranges(pts, ia, k, dsum, &mut ranges);
         push_increments(
-            &mut self.increments,
-            &self.ranges,
+            &mut increments,
+            &ranges,
             dsum / k as f64,
             &chosen,
             cands,
             uncertain,
         );
-        Some(())
     }
-
-    /// The per-phase split, the buckets' bounds those of point `last` of
-    /// `pts` (the series' last).
-    fn finish(&self, pts: &Points, last: usize) -> Option<Attribution> {
-        let split = Split {
-            increments: &self.increments,
-            is_hist: self.is_hist,
-            les: pts.buckets(last).map(|x| x.0).collect(),
-            incomplete: self.unattributed > 0
-                || self.pending.len() + (self.cands.len() - self.next) > 0,
-        };
-        let finish = |phase| split.phase(phase);
-        Some(Attribution {
-            profiling: finish(Phase::Profiling),
-            warmup: finish(Phase::Warmup),
-            warmup_late: self.warmup_late,
-        })
-    }
+    let split = Split {
+        increments: &increments,
+        is_hist,
+        les: match pts.len() {
+            0 => Vec::new(),
+            n => pts.buckets(n - 1).map(|x| x.0).collect(),
+        },
+        incomplete: unattributed > 0 || pending.len() + (cands.len() - next) > 0,
+    };
+    let finish = |phase| split.phase(phase);
+    Some(Attribution {
+        profiling: finish(Phase::Profiling),
+        warmup: finish(Phase::Warmup),
+        warmup_late,
+    })
 }
 
 /// An interval's `k` increments (between scrapes `a` and `b`, the sum
@@ -644,105 +549,195 @@ fn increment_ranges(
     }
 }
 
+// --- By span ---------------------------------------------------------------------------
+
+/// The requests of each phase as spans, from start to end plus the slack:
+/// whenever a framework counts a request (at scheduling, prefill or
+/// completion), it is inside that span.
+///
+/// Asked only whether some span of a phase overlaps `(a, b]`, which is
+/// whether the latest end of the spans starting by `b` is after `a`. That
+/// latest end is kept at the times the questions come with (the scrape
+/// times), so the spans are never sorted: each record raises the latest
+/// end at the first of those times at or after its start, a running
+/// maximum then carries it to the later ones.
+pub struct Spans<'a> {
+    /// The times `b` is expected at, sorted and distinct.
+    times: Vec<u64>,
+    /// Per phase (`Phase as usize`), per time of `times`: the latest end of
+    /// a span starting by then (0: none).
+    latest: [Vec<u64>; 2],
+    /// The records, slack and unrecorded warmup, for a `b` not in `times`
+    /// (answered by a walk over the records).
+    records: &'a [Record],
+    slack: u64,
+    unrecorded_warmup: Option<u64>,
+}
+
+impl<'a> Spans<'a> {
+    /// The spans of `records`, to be asked about intervals ending at
+    /// `times` (in any order, repeats allowed).
+    pub fn of(records: &'a [Record], slack: u64, mut times: Vec<u64>) -> Spans<'a> {
+        times.sort_unstable();
+        times.dedup();
+        let mut latest = [vec![0; times.len()], vec![0; times.len()]];
+        // Records come about in start order: the time found for one is
+        // usually the one for the next.
+        let mut at = 0;
+        for r in records {
+            let start = r.request_start_ns;
+            let settled =
+                (at == 0 || times[at - 1] < start) && times.get(at).is_none_or(|&t| t >= start);
+            if !settled {
+                at = times.partition_point(|&t| t < start);
+            }
+            if let Some(l) = latest[r.phase as usize].get_mut(at) {
+                *l = (*l).max(Self::end(r, slack));
+            }
+        }
+        for l in &mut latest {
+            running_max(l);
+        }
+        Spans {
+            times,
+            latest,
+            records,
+            slack,
+            unrecorded_warmup: None,
+        }
+    }
+
+    /// A span's end: the request's end (its start if earlier) plus the slack.
+    fn end(r: &Record, slack: u64) -> u64 {
+        r.request_end_ns
+            .max(r.request_start_ns)
+            .saturating_add(slack)
+    }
+
+    /// With a warmup the run has no records of (AIPerf before 0.12): one
+    /// span from the start of time to `until` (profiling's start, by which
+    /// its requests had all returned) stands for them.
+    pub fn with_unrecorded_warmup(mut self, until: u64) -> Spans<'a> {
+        let w = &mut self.latest[Phase::Warmup as usize];
+        if let Some(first) = w.first_mut() {
+            *first = (*first).max(until);
+        }
+        running_max(w);
+        self.unrecorded_warmup = Some(until);
+        self
+    }
+
+    /// Whether a request of `phase` was in flight during `(a, b]`.
+    fn overlaps(&self, phase: Phase, a: u64, b: u64) -> bool {
+        match self.times.binary_search(&b) {
+            Ok(at) => self.latest[phase as usize][at] > a,
+            // Not a time the spans were built for: every span looked at.
+            Err(_) => {
+                (phase == Phase::Warmup && self.unrecorded_warmup.is_some_and(|u| u > a))
+                    || self.records.iter().any(|r| {
+                        r.phase == phase && r.request_start_ns <= b && Self::end(r, self.slack) > a
+                    })
+            }
+        }
+    }
+}
+
+/// Each value raised to the largest before it.
+fn running_max(v: &mut [u64]) {
+    let mut latest = 0;
+    for x in v {
+        latest = latest.max(*x);
+        *x = latest;
+    }
+}
+
+/// Two cumulative series (a ratio's numerator and denominator) split by
+/// phase interval by interval.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SpanSplit {
+    /// Intervals over every endpoint.
+    pub intervals: usize,
+    /// Numerator and denominator increments of intervals only profiling
+    /// requests overlap.
+    pub certain: (f64, f64),
+    /// Increments of intervals both phases overlap, or none (foreign traffic).
+    pub ambiguous: Vec<(f64, f64)>,
+}
+
+/// Why raw scrapes cannot split a series.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    /// The first scrape of the endpoint comes after the first request.
+    LateBaseline,
+    /// A cumulative value went down (a reset).
+    Reset,
+    /// Between two scrapes the numerator rose more than the denominator
+    /// (hits above queries, cached above prompt tokens): no server counts
+    /// so. `line` is the later scrape's line.
+    AboveDenominator {
+        /// The later scrape's line (1-based).
+        line: u64,
+        /// The numerator's rise.
+        numerator: f64,
+        /// The denominator's rise.
+        denominator: f64,
+    },
+}
+
+/// Adds the intervals of one endpoint's numerator and denominator series
+/// (joined on their scrapes) to `split`.
+pub fn by_span(
+    num: &[Point],
+    den: &[Point],
+    spans: &Spans<'_>,
+    first_start: Option<u64>,
+    split: &mut SpanSplit,
+) -> Result<(), Refusal> {
+    let dens: BTreeMap<u64, &Point> = den.iter().map(|p| (p.line, p)).collect();
+    let pts: Vec<(u64, f64, f64, u64)> = num
+        .iter()
+        .filter_map(|n| Some((n.t, n.amount(), dens.get(&n.line)?.amount(), n.line)))
+        .collect();
+    if pts.len() < 2 {
+        return Ok(());
+    }
+    if first_start.is_some_and(|s| s <= pts[0].0) {
+        return Err(Refusal::LateBaseline);
+    }
+    for w in pts.windows(2) {
+        let ((a, na, da, _), (b, nb, db, line)) = (w[0], w[1]);
+        let (dn, dd) = (nb - na, db - da);
+        if dn < 0.0 || dd < 0.0 {
+            return Err(Refusal::Reset);
+        }
+        if dn > dd {
+            return Err(Refusal::AboveDenominator {
+                line,
+                numerator: dn,
+                denominator: dd,
+            });
+        }
+        split.intervals += 1;
+        if dn == 0.0 && dd == 0.0 {
+            continue;
+        }
+        let profiling = spans.overlaps(Phase::Profiling, a, b);
+        let warmup = spans.overlaps(Phase::Warmup, a, b);
+        match (profiling, warmup) {
+            (true, false) => {
+                split.certain.0 += dn;
+                split.certain.1 += dd;
+            }
+            (false, true) => {}
+            _ => split.ambiguous.push((dn, dd)),
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Which series a walk sums.
-    type Keep = dyn Fn(&BTreeMap<String, String>) -> bool;
-
-    /// The committed runs with raw scrapes and records.
-    fn runs_with_raw_scrapes() -> Vec<std::path::PathBuf> {
-        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-            let Ok(entries) = std::fs::read_dir(dir) else {
-                return;
-            };
-            for e in entries.flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    walk(&p, out);
-                } else if p.ends_with("server_metrics_export.jsonl")
-                    && p.with_file_name("profile_export.jsonl").exists()
-                {
-                    out.extend(p.parent().map(std::path::Path::to_path_buf));
-                }
-            }
-        }
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut out = Vec::new();
-        walk(&root.join("sample-artifacts"), &mut out);
-        walk(&root.join("fixtures"), &mut out);
-        out.sort();
-        out
-    }
-
-    /// The streamed walk (`observed`: two points held, the walk stopped
-    /// where the series cannot be attributed) says what the whole series
-    /// says (`by_observation` of `cumulative`), for every endpoint and
-    /// family of every committed run with raw scrapes, each kind of
-    /// candidate, with and without a first start (one no scrape predates)
-    /// and a late mark, every series kept and some left out.
-    #[test]
-    fn the_streamed_walk_attributes_as_the_whole_series() {
-        let slack = 5_000_000;
-        let (mut compared, mut attributed, mut with_buckets) = (0, 0, 0);
-        for dir in runs_with_raw_scrapes() {
-            let run = crate::artifacts::load(&dir);
-            let (Some(sc), Some(rs)) = (run.scrapes.as_ref(), run.records.as_ref()) else {
-                continue;
-            };
-            let start = rs.records.iter().map(|r| r.request_start_ns).min();
-            let endpoints: Vec<&str> = sc.by_endpoint().keys().copied().collect();
-            let all = |_: &BTreeMap<String, String>| true;
-            let some = |l: &BTreeMap<String, String>| l.values().all(|v| !v.ends_with('1'));
-            let keeps: [&Keep; 2] = [&all, &some];
-            for at in ObservedAt::ALL {
-                let cands = candidates(&rs.records, *at, slack);
-                for ep in &endpoints {
-                    for id in 0..sc.family_count() as u32 {
-                        let family = sc.family_name(id);
-                        for (k, (first_start, late_after)) in
-                            // Some(0): no scrape predates the first request.
-                            [
-                                (None, None),
-                                (start, start),
-                                (None, start),
-                                (start, None),
-                                (Some(0), None),
-                            ]
-                            .into_iter()
-                            .enumerate()
-                        {
-                            let keep = keeps[k % 2];
-                            let pts = cumulative(sc, ep, family, keep);
-                            let whole =
-                                by_observation(&pts, first_start, &cands, slack, late_after);
-                            let with = Attributing {
-                                cands: &cands,
-                                first_start,
-                                slack,
-                                late_after,
-                            };
-                            let streamed = observed(sc, ep, family, keep, with);
-                            assert_eq!(
-                                format!("{streamed:?}"),
-                                format!("{whole:?}"),
-                                "{dir:?} {ep} {family} {at:?} {first_start:?} {late_after:?} keep {k}"
-                            );
-                            compared += 1;
-                            attributed += usize::from(whole.is_some());
-                            with_buckets +=
-                                usize::from(whole.is_some_and(|w| w.profiling.buckets.is_some()));
-                        }
-                    }
-                }
-            }
-        }
-        assert!(
-            attributed > 1000 && with_buckets > 100,
-            "{compared} compared, {attributed} attributed, {with_buckets} with buckets"
-        );
-    }
 
     #[test]
     fn a_count_rounds_as_f64_round_does() {
@@ -779,6 +774,94 @@ mod tests {
         }
         for x in xs {
             assert_eq!(round_count(x), x.round().max(0.0) as usize, "{x:e}");
+        }
+    }
+
+    /// `Spans::overlaps` as first written: every span sorted by start, the
+    /// latest end so far carried along, and the last span starting by `b`
+    /// asked.
+    fn reference_overlaps(
+        records: &[Record],
+        slack: u64,
+        unrecorded_warmup: Option<u64>,
+        phase: Phase,
+        a: u64,
+        b: u64,
+    ) -> bool {
+        let mut spans: Vec<(u64, u64)> = (records.iter())
+            .filter(|r| r.phase == phase)
+            .map(|r| {
+                let end = r.request_end_ns.max(r.request_start_ns);
+                (r.request_start_ns, end.saturating_add(slack))
+            })
+            .collect();
+        if phase == Phase::Warmup {
+            spans.extend(unrecorded_warmup.map(|u| (0, u)));
+        }
+        spans.sort_unstable();
+        let mut latest = 0;
+        for s in spans.iter_mut() {
+            latest = latest.max(s.1);
+            s.1 = latest;
+        }
+        let upto = spans.partition_point(|s| s.0 <= b);
+        upto > 0 && spans[upto - 1].1 > a
+    }
+
+    #[test]
+    fn spans_answer_as_the_sorted_spans_did() {
+        let mut rng = fastrand::Rng::with_seed(5);
+        for case in 0..300 {
+            let n = rng.usize(0..60);
+            // Nearly in start order (as a run's records are), or shuffled.
+            let mut t = 0;
+            let mut records: Vec<Record> = (0..n)
+                .map(|_| {
+                    t += rng.u64(0..40);
+                    let mut r = Record::with_values(Default::default());
+                    r.request_start_ns = t;
+                    // An end before the start too (a bad record).
+                    r.request_end_ns = (t + rng.u64(0..120)).saturating_sub(rng.u64(0..20));
+                    r.phase = if rng.u8(0..3) == 0 {
+                        Phase::Warmup
+                    } else {
+                        Phase::Profiling
+                    };
+                    r
+                })
+                .collect();
+            if case % 3 == 0 {
+                rng.shuffle(&mut records);
+            }
+            let slack = rng.u64(0..30);
+            let unrecorded = (case % 4 == 0).then(|| rng.u64(0..200));
+            let horizon = t + 200;
+            // Scrape times anywhere, and at requests' starts and ends (the
+            // edges of the comparisons).
+            let mut times: Vec<u64> = (0..rng.usize(0..30)).map(|_| rng.u64(0..horizon)).collect();
+            for r in &records {
+                match rng.u8(0..4) {
+                    0 => times.push(r.request_start_ns),
+                    1 => times.push(r.request_end_ns + slack),
+                    _ => {}
+                }
+            }
+            let mut spans = Spans::of(&records, slack, times.clone());
+            if let Some(u) = unrecorded {
+                spans = spans.with_unrecorded_warmup(u);
+            }
+            // Intervals ending at the times given, and at any time.
+            let anywhere: Vec<u64> = (0..20).map(|_| rng.u64(0..horizon)).collect();
+            for &b in times.iter().chain(&anywhere) {
+                let a = b.saturating_sub(rng.u64(0..60));
+                for phase in [Phase::Warmup, Phase::Profiling] {
+                    assert_eq!(
+                        spans.overlaps(phase, a, b),
+                        reference_overlaps(&records, slack, unrecorded, phase, a, b),
+                        "case {case}, {phase:?}, ({a}, {b}]"
+                    );
+                }
+            }
         }
     }
 

@@ -3,7 +3,6 @@
 //! [`super::by_span`] attribute the increments of.
 
 use std::collections::BTreeMap;
-use std::ops::ControlFlow;
 
 use crate::artifacts::scrapes::{Sample, Samples, Scrape, ScrapesRead, SeriesCursor};
 
@@ -141,27 +140,6 @@ pub fn cumulative(
     family: &str,
     keep: impl Fn(&BTreeMap<String, String>) -> bool,
 ) -> Points {
-    let mut out = Points::default();
-    walk(scrapes, endpoint, family, keep, &mut out, false, |_| {
-        ControlFlow::Continue(())
-    });
-    out
-}
-
-/// [`cumulative`]'s walk: after each point is complete (the last of
-/// `out`), `visit` sees `out` and may stop the walk. With `window`, `out`
-/// keeps only the last two points (and their rows over every bound seen
-/// so far): a consumer of consecutive points does not hold a row per
-/// scrape (about 8 MB for a 23-bucket family over 45,000 scrapes).
-pub(super) fn walk(
-    scrapes: &ScrapesRead,
-    endpoint: &str,
-    family: &str,
-    keep: impl Fn(&BTreeMap<String, String>) -> bool,
-    out: &mut Points,
-    window: bool,
-    mut visit: impl FnMut(&Points) -> ControlFlow<()>,
-) {
     let ordered = scrapes.of_endpoint(endpoint);
     let ids = scrapes.family(family);
     // Each scrape's group of the family, found once per layout.
@@ -175,9 +153,10 @@ pub(super) fn walk(
     // Before the family's first appearance on the endpoint it had no series
     // yet (a labelled series exists from its first observation on): 0.
     let first = groups.iter().position(Option::is_some);
-    if !window {
-        out.pts.reserve(ordered.len());
-    }
+    let mut out = Points {
+        pts: Vec::with_capacity(ordered.len()),
+        ..Points::default()
+    };
     let mut adder = Adder::new(keep);
     for (i, &(s, t)) in ordered.iter().enumerate() {
         if i % WARM_SCRAPES == 0 {
@@ -185,27 +164,19 @@ pub(super) fn walk(
         }
         if first.is_some_and(|f| i < f) {
             out.push_zero(s, t);
-        } else {
-            let Some(g) = groups[i] else {
-                continue;
-            };
-            // The point's row, appended now and cut back if the point is
-            // left out.
-            let at = out.push_zero(s, t);
-            if adder.add(out, at, scrapes.samples_at(s, g)).is_none() {
-                out.pts.truncate(at);
-                out.counts.truncate(at * out.les.len());
-                continue;
-            }
+            continue;
         }
-        if visit(out).is_break() {
-            return;
-        }
-        if window && out.pts.len() > 1 {
-            out.pts.remove(0);
-            out.counts.drain(..out.les.len());
+        let Some(g) = groups[i] else {
+            continue;
+        };
+        // The point's row, appended now and cut back if the point is left out.
+        let at = out.push_zero(s, t);
+        if adder.add(&mut out, at, scrapes.samples_at(s, g)).is_none() {
+            out.pts.truncate(at);
+            out.counts.truncate(at * out.les.len());
         }
     }
+    out
 }
 
 /// Scrapes read into the cache together before the walk adds them, and at
