@@ -372,12 +372,7 @@ pub fn by_observation(
         },
         incomplete: unattributed > 0 || pending.len() + (cands.len() - next) > 0,
     };
-    let finish = |phase| split.phase(phase);
-    Some(Attribution {
-        profiling: finish(Phase::Profiling),
-        warmup: finish(Phase::Warmup),
-        warmup_late,
-    })
+    Some(split.attribution(warmup_late))
 }
 
 /// An interval's `k` increments (between scrapes `a` and `b`, the sum
@@ -419,6 +414,15 @@ struct Split<'a> {
 }
 
 impl Split<'_> {
+    /// Both phases' splits.
+    fn attribution(&self, warmup_late: u64) -> Attribution {
+        Attribution {
+            profiling: self.phase(Phase::Profiling),
+            warmup: self.phase(Phase::Warmup),
+            warmup_late,
+        }
+    }
+
     /// One phase's count and sum (bounds where uncertain), and when exact
     /// (a histogram), its own buckets and the percentiles estimated from them.
     fn phase(&self, phase: Phase) -> Corrected {
