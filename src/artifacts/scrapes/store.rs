@@ -101,7 +101,7 @@ struct Chain {
 /// of order the other way round) and their bucket counts
 /// (`Store::buckets_after`).
 ///
-/// A ring of [`RECENT`] slots, each a row's (row, bounds id) and counts:
+/// A ring of four slots (`RECENT`), each a row's (row, bounds id) and counts:
 /// a decode writes the slot after the latest (the oldest once all are
 /// full) and reuses its buffer, so nothing moves or allocates once every
 /// slot has been written.
