@@ -180,13 +180,8 @@ fn cursors_agree(read: &ScrapesRead) {
         check(&mut swapped.collect::<Vec<_>>().into_iter());
     }
     let all: Vec<Sample> = series.into_values().flatten().collect();
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut scrambled = (0..all.len() * 2).map(|_| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        all[(state % all.len() as u64) as usize]
-    });
+    let mut rng = fastrand::Rng::with_seed(13);
+    let mut scrambled = (0..all.len() * 2).map(|_| all[rng.usize(..all.len())]);
     if !all.is_empty() {
         check(&mut scrambled);
     }
