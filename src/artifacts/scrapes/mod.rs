@@ -143,6 +143,13 @@ impl<'a> Sample<'a> {
         self.store.touch(self.row)
     }
 
+    /// Reads its record's bytes (a histogram's sum and buckets) where
+    /// [`Sample::touch`] said they are, for the same loops: its value means
+    /// nothing either.
+    pub fn touch_record(&self) -> u64 {
+        self.store.touch_record(self.row)
+    }
+
     /// Histogram cumulative sum.
     pub fn sum(&self) -> Option<f64> {
         self.store.sum(self.row, self.tag)

@@ -544,6 +544,19 @@ impl Store {
         self.a[i as usize].to_bits() ^ u64::from(self.aux[i as usize])
     }
 
+    /// Row `i`'s record's first and 64th bytes, folded: every cache line
+    /// of a record up to 64 bytes long (a sum and the growths of tens of
+    /// buckets) ([`super::Sample::touch_record`]).
+    pub fn touch_record(&self, i: u32) -> u64 {
+        match self.aux[i as usize] {
+            NONE => 0,
+            at => {
+                let b = |k: usize| u64::from(self.arena.get(k).copied().unwrap_or(0));
+                b(at as usize) ^ b(at as usize + 63)
+            }
+        }
+    }
+
     /// Every row's count, else value (0 without either): a column.
     pub fn cumulatives(&self) -> &[f64] {
         &self.a
