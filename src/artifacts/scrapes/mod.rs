@@ -138,8 +138,9 @@ impl<'a> Sample<'a> {
     /// Reads the words of its row that every walk reads (its cumulative
     /// quantity, and where its sum and buckets are coded, which a counter
     /// has not), for a loop that brings many rows into the cache at once.
-    /// The value means nothing.
-    pub fn touch(&self) -> u64 {
+    /// The number means nothing; the flag says whether it has a record
+    /// ([`Sample::touch_record`]).
+    pub fn touch(&self) -> (u64, bool) {
         self.store.touch(self.row)
     }
 

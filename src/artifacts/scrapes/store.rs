@@ -539,9 +539,11 @@ impl Store {
         Some(float(&self.arena, at + 1))
     }
 
-    /// Row `i`'s cumulative and coding words, folded ([`super::Sample::touch`]).
-    pub fn touch(&self, i: u32) -> u64 {
-        self.a[i as usize].to_bits() ^ u64::from(self.aux[i as usize])
+    /// Row `i`'s cumulative and coding words, folded, and whether it has a
+    /// record ([`super::Sample::touch`]).
+    pub fn touch(&self, i: u32) -> (u64, bool) {
+        let at = self.aux[i as usize];
+        (self.a[i as usize].to_bits() ^ u64::from(at), at != NONE)
     }
 
     /// Row `i`'s record's first and 64th bytes, folded: every cache line

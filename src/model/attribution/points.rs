@@ -191,30 +191,28 @@ const WARM_SAMPLES: usize = 2048;
 /// (a histogram's sum and bucket growths, up to 64 bytes), in two short
 /// loops whose loads do not wait on each other. A family's samples of
 /// consecutive scrapes are a scrape apart in the store, so each scrape's
-/// costs cache misses; missed together, in this loop, they cost about what
+/// costs cache misses; missed together, in these loops, they cost about what
 /// one does, where the walk's work between them made them one after another
 /// (`examples/cumulative_times` on a 642 MB and a 1.16 GB file: about 30 %
 /// less time; the second loop, docs/performance.md of 2026-12-07). Reads
 /// only: the points do not change.
 fn warm(scrapes: &ScrapesRead, ordered: &[(&Scrape, u64)], groups: &[Option<usize>]) {
-    let mut seen = 0u64;
-    for pass in 0..2 {
-        let mut samples = 0;
-        for (&(s, _), g) in ordered.iter().zip(groups).take(WARM_SCRAPES) {
-            let Some(g) = *g else {
-                continue;
-            };
-            for x in scrapes.samples_at(s, g).take(WARM_SAMPLES - samples) {
-                seen ^= if pass == 0 {
-                    x.touch()
-                } else {
-                    x.touch_record()
-                };
-                samples += 1;
-            }
-            if samples >= WARM_SAMPLES {
-                break;
-            }
+    let samples = || {
+        (ordered.iter().zip(groups).take(WARM_SCRAPES))
+            .filter_map(|(&(s, _), g)| Some(scrapes.samples_at(s, (*g)?)))
+            .flatten()
+            .take(WARM_SAMPLES)
+    };
+    let (mut seen, mut records) = (0u64, false);
+    for x in samples() {
+        let (words, record) = x.touch();
+        seen ^= words;
+        records |= record;
+    }
+    // A counter's samples have no record: no second loop.
+    if records {
+        for x in samples() {
+            seen ^= x.touch_record();
         }
     }
     std::hint::black_box(seen);
