@@ -194,7 +194,8 @@ const WARM_SAMPLES: usize = 2048;
 /// costs cache misses; missed together, in these loops, they cost about what
 /// one does, where the walk's work between them made them one after another
 /// (`examples/cumulative_times` on a 642 MB and a 1.16 GB file: about 30 %
-/// less time; the second loop, docs/performance.md of 2026-12-07). Reads
+/// less time; the second loop, docs/performance.md, 2026-12-07, third
+/// session). Reads
 /// only: the points do not change.
 fn warm(scrapes: &ScrapesRead, ordered: &[(&Scrape, u64)], groups: &[Option<usize>]) {
     let samples = || {
@@ -312,15 +313,21 @@ impl<'s, K: Fn(&BTreeMap<String, String>) -> bool> Adder<'s, K> {
             // A later series over every bound: in step, without a column
             // index (and its bounds check) per count.
             for (r, &n) in row.iter_mut().zip(counts) {
-                *r = if r.is_nan() { n } else { *r + n };
+                add_count(r, n);
             }
         } else {
             for (&j, &n) in self.columns.iter().zip(counts) {
-                row[j] = if row[j].is_nan() { n } else { row[j] + n };
+                add_count(&mut row[j], n);
             }
         }
         Some(true)
     }
+}
+
+/// Adds a series' bucket count to a point's: the count itself where the
+/// point has none there yet (`NaN`).
+fn add_count(slot: &mut f64, n: f64) {
+    *slot = if slot.is_nan() { n } else { *slot + n };
 }
 
 /// What a series grew by over `[start, end]` read reset-aware: from the
