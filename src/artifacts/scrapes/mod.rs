@@ -723,12 +723,15 @@ mod tests {
 
     #[test]
     fn bucket_changes_decode_exactly_across_many_scrapes() {
-        // Counts that grow, stall, go down (a reset), turn fractional, and
-        // bounds that change: every row decodes to what was written.
+        // Counts that grow, stall (for a scrape, and for longer than a
+        // whole record's period: rows coded as unchanged, chains of them
+        // between changes), go down (a reset), turn fractional, and bounds
+        // that change: every row decodes to what was written.
         let mut text = String::new();
         let mut c = [0.0f64; 3];
         for i in 0..200u64 {
             match i % 37 {
+                _ if (100..140).contains(&i) || i % 7 == 3 => {}
                 5 => c = [0.0; 3],
                 11 => c[1] += 0.25,
                 _ => {

@@ -17,7 +17,8 @@
 //! not move: a record's buckets are written either whole (the bounds' id and
 //! each count) or as the change since the series' last row (that row's
 //! distance back and each count's growth as a varint: a byte for a bucket
-//! that did not move). A change is written only when it is exact: the same
+//! that did not move, and no byte at all where none moved, an idle
+//! series' usual row). A change is written only when it is exact: the same
 //! bounds, every count an integer that did not go down and adds back to the
 //! same `f64`. Every 32nd record of a series is whole, so reading a row's
 //! buckets decodes at most 31 changes.
@@ -85,6 +86,9 @@ pub const MAX_BOUND_TEXTS: usize = 1 << 21;
 const REC_SUM: u8 = 1;
 const REC_WHOLE: u8 = 2;
 const REC_CHANGE: u8 = 4;
+/// With [`REC_CHANGE`]: no bucket moved since the series' last row, and
+/// no growth follows the distance back (an idle series' row).
+const REC_SAME: u8 = 8;
 
 /// Per series: where its buckets stand (while coding a block).
 #[derive(Debug, Default)]
@@ -259,11 +263,13 @@ fn float(b: &[u8], at: usize) -> f64 {
     f64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default())
 }
 
-/// The growth of each count, when every one is exact as an integer.
-fn growth(before: &[f64], now: &[f64], out: &mut Vec<u64>) -> bool {
+/// The growth of each count, when every one is exact as an integer:
+/// `Some(false)` with `out` the growths, `Some(true)` (and `out` empty)
+/// when no count moved.
+fn growth(before: &[f64], now: &[f64], out: &mut Vec<u64>) -> Option<bool> {
     out.clear();
     if before.len() != now.len() {
-        return false;
+        return None;
     }
     // Often no bucket moved (no observation since the series' last row).
     if before
@@ -271,8 +277,7 @@ fn growth(before: &[f64], now: &[f64], out: &mut Vec<u64>) -> bool {
         .zip(now)
         .all(|(b, n)| b.to_bits() == n.to_bits())
     {
-        out.resize(now.len(), 0);
-        return true;
+        return Some(true);
     }
     for (b, n) in before.iter().zip(now) {
         // Most buckets did not move.
@@ -285,15 +290,15 @@ fn growth(before: &[f64], now: &[f64], out: &mut Vec<u64>) -> bool {
         // a `u64` one several) whose decoded count has the very bits
         // written (-0 and 0 too).
         if !(0.0..9e15).contains(&d) {
-            return false;
+            return None;
         }
         let k = d as i64;
         if k as f64 != d || (b + d).to_bits() != n.to_bits() {
-            return false;
+            return None;
         }
         out.push(k as u64);
     }
-    true
+    Some(false)
 }
 
 /// Writes the records of a block's rows (a histogram's sum and buckets), in
@@ -327,14 +332,19 @@ pub fn code_rows(b: &Block, arena: &mut Vec<u8>, at: &mut Vec<u32>) {
                     let mut lone = Chain::default();
                     let chain = chains.get_mut(r.series as usize).unwrap_or(&mut lone);
                     let before = &b.counts[chain.counts.0 as usize..chain.counts.1 as usize];
-                    let delta = chain.since_whole + 1 < WHOLE_EVERY
+                    let delta = (chain.since_whole + 1 < WHOLE_EVERY
                         && chain.bounds == r.bounds
-                        && !before.is_empty()
-                        && growth(before, counts, &mut scratch);
-                    if delta {
+                        && !before.is_empty())
+                    .then(|| growth(before, counts, &mut scratch))
+                    .flatten();
+                    if let Some(same) = delta {
                         tag |= REC_CHANGE;
                         arena.extend_from_slice(&(index - chain.row).to_le_bytes());
-                        put_varints(arena, &scratch);
+                        if same {
+                            tag |= REC_SAME;
+                        } else {
+                            put_varints(arena, &scratch);
+                        }
                         chain.since_whole += 1;
                     } else {
                         // The block's bounds id, made the file's by the merge.
@@ -569,9 +579,9 @@ impl Store {
         (flags_of(tag) & (HAS_COUNT | HAS_VALUE) != 0).then(|| self.a[i as usize])
     }
 
-    /// Where row `i`'s bucket coding starts in the arena, and whether it
-    /// is whole; `None` without buckets.
-    fn coding(&self, i: u32) -> Option<(usize, bool)> {
+    /// Where row `i`'s bucket coding starts in the arena, and its record's
+    /// first byte; `None` without buckets.
+    fn coding(&self, i: u32) -> Option<(usize, u8)> {
         let at = self.aux[i as usize];
         if at == NONE {
             return None;
@@ -582,7 +592,7 @@ impl Store {
             return None;
         }
         let p = at + 1 + if tag & REC_SUM != 0 { 8 } else { 0 };
-        Some((p, tag & REC_WHOLE != 0))
+        Some((p, tag))
     }
 
     /// A row's buckets, `(le, cumulative count)` (`le` `None` where the
@@ -605,7 +615,8 @@ impl Store {
     ) -> Option<(&[Option<f64>], &'c [f64])> {
         self.coding(i)?;
         let a = &self.arena;
-        // Back along the chain to a row the cursor holds or a whole one.
+        // Back along the chain to a row the cursor holds or a whole one
+        // (where each change's growths start; 0 for one without).
         let mut chain = [0usize; WHOLE_EVERY as usize];
         let mut n = 0;
         let mut row = i;
@@ -613,11 +624,11 @@ impl Store {
             if let Some(k) = cursor.find(row) {
                 break Some(k);
             }
-            let (p, whole) = self.coding(row)?;
-            if whole || n == chain.len() {
+            let (p, tag) = self.coding(row)?;
+            if tag & REC_WHOLE != 0 || n == chain.len() {
                 break None;
             }
-            chain[n] = p + 4;
+            chain[n] = if tag & REC_SAME != 0 { 0 } else { p + 4 };
             n += 1;
             row -= word(a, p);
         };
@@ -636,8 +647,8 @@ impl Store {
                 cursor.held[k].1
             }
             None => {
-                let (p, whole) = self.coding(row)?;
-                if !whole {
+                let (p, tag) = self.coding(row)?;
+                if tag & REC_WHOLE == 0 {
                     // A chain longer than the coder writes: not from here.
                     return None;
                 }
@@ -650,7 +661,7 @@ impl Store {
             }
         };
         // Forward again, each change applied.
-        for &p in chain[..n].iter().rev() {
+        for &p in chain[..n].iter().rev().filter(|p| **p != 0) {
             add_growths(a, p, &mut cursor.counts[to]);
         }
         cursor.held[to] = (i, bounds);
@@ -663,11 +674,11 @@ impl Store {
     /// keeps its row's bounds).
     fn bounds_of(&self, mut i: u32) -> u32 {
         loop {
-            let Some((p, whole)) = self.coding(i) else {
+            let Some((p, tag)) = self.coding(i) else {
                 return 0;
             };
             let w = word(&self.arena, p);
-            if whole {
+            if tag & REC_WHOLE != 0 {
                 return w;
             }
             i -= w;
@@ -677,16 +688,18 @@ impl Store {
     /// Row `i`'s `n` bucket counts.
     fn decode(&self, i: u32, n: usize) -> Vec<f64> {
         let a = &self.arena;
-        let Some((mut p, whole)) = self.coding(i) else {
+        let Some((mut p, tag)) = self.coding(i) else {
             return vec![0.0; n];
         };
-        if whole {
+        if tag & REC_WHOLE != 0 {
             p += 4;
             return (0..n).map(|k| float(a, p + 8 * k)).collect();
         }
         let back = word(a, p);
         let mut counts = self.decode(i - back, n);
-        add_growths(a, p + 4, &mut counts);
+        if tag & REC_SAME == 0 {
+            add_growths(a, p + 4, &mut counts);
+        }
         counts
     }
 
