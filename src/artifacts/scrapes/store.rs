@@ -558,7 +558,8 @@ impl Store {
 
     /// Row `i`'s record's first and 64th bytes, folded: every cache line
     /// of a record up to 64 bytes long (a sum and the growths of tens of
-    /// buckets) ([`super::Sample::touch_record`]).
+    /// buckets; a shorter one's 64th byte is a later record's, read all
+    /// the same) ([`super::Sample::touch_record`]).
     pub fn touch_record(&self, i: u32) -> u64 {
         match self.aux[i as usize] {
             NONE => 0,

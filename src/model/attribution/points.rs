@@ -195,8 +195,7 @@ const WARM_SAMPLES: usize = 2048;
 /// one does, where the walk's work between them made them one after another
 /// (`examples/cumulative_times` on a 642 MB and a 1.16 GB file: about 30 %
 /// less time; the second loop, docs/performance.md, 2026-12-07, third
-/// session). Reads
-/// only: the points do not change.
+/// session). Reads only: the points do not change.
 fn warm(scrapes: &ScrapesRead, ordered: &[(&Scrape, u64)], groups: &[Option<usize>]) {
     let samples = || {
         (ordered.iter().zip(groups).take(WARM_SCRAPES))
