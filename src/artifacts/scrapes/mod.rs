@@ -135,22 +135,6 @@ impl<'a> Sample<'a> {
         self.store.count(self.row, self.tag)
     }
 
-    /// Reads the words of its row that every walk reads (its cumulative
-    /// quantity, and where its sum and buckets are coded, which a counter
-    /// has not), for a loop that brings many rows into the cache at once.
-    /// The number means nothing; the flag says whether it has a record
-    /// ([`Sample::touch_record`]).
-    pub fn touch(&self) -> (u64, bool) {
-        self.store.touch(self.row)
-    }
-
-    /// Reads its record's bytes (a histogram's sum and buckets) where
-    /// [`Sample::touch`] said they are, for the same loops: its value means
-    /// nothing either.
-    pub fn touch_record(&self) -> u64 {
-        self.store.touch_record(self.row)
-    }
-
     /// Histogram cumulative sum.
     pub fn sum(&self) -> Option<f64> {
         self.store.sum(self.row, self.tag)
@@ -272,6 +256,42 @@ impl ScrapesRead {
     /// ([`ScrapesRead::group_index`]).
     pub fn samples_at(&self, s: &Scrape, index: usize) -> Samples<'_> {
         self.samples_in(s, &self.store.layout(s.layout).groups[index])
+    }
+
+    /// The rows of the group at `index` of `s`'s layout
+    /// ([`ScrapesRead::group_index`]), as positions in the scrape: first
+    /// and end.
+    pub fn group_rows(&self, s: &Scrape, index: usize) -> (u32, u32) {
+        let g = &self.store.layout(s.layout).groups[index];
+        (g.1, g.2)
+    }
+
+    /// Reads every cache line of the rows `rows` (positions, as
+    /// [`ScrapesRead::group_rows`] gives them) of each scrape and of their
+    /// records, and folds them (the number means nothing): a read-ahead for
+    /// a walk over several families of each scrape, that takes the scrapes'
+    /// misses together (at most 64 scrapes).
+    pub fn touch_scrapes<'s>(
+        &self,
+        scrapes: impl Iterator<Item = (&'s Scrape, (u32, u32))>,
+    ) -> u64 {
+        let mut seen = 0;
+        let mut records = [(0, 0); 64];
+        let mut n = 0;
+        for (s, (first, end)) in scrapes.take(records.len()) {
+            let (words, at) = self
+                .store
+                .touch_rows(s.first_row.saturating_add(first), end.saturating_sub(first));
+            seen ^= words;
+            if let Some(at) = at {
+                records[n] = at;
+                n += 1;
+            }
+        }
+        for &at in &records[..n] {
+            seen ^= self.store.touch_arena(at);
+        }
+        seen
     }
 
     /// The samples of a family, found by its name with or without `_total`

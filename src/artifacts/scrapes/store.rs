@@ -549,25 +549,36 @@ impl Store {
         Some(float(&self.arena, at + 1))
     }
 
-    /// Row `i`'s cumulative and coding words, folded, and whether it has a
-    /// record ([`super::Sample::touch`]).
-    pub fn touch(&self, i: u32) -> (u64, bool) {
-        let at = self.aux[i as usize];
-        (self.a[i as usize].to_bits() ^ u64::from(at), at != NONE)
+    /// Rows `first..first + n` (one scrape's): a word of every cache line
+    /// of both columns, folded, for a read-ahead; and where their records
+    /// are in the arena (first and end byte, when any).
+    pub fn touch_rows(&self, first: u32, n: u32) -> (u64, Option<(usize, usize)>) {
+        let len = self.a.len().min(self.aux.len());
+        let start = (first as usize).min(len);
+        let rows = start..(start + n as usize).min(len);
+        let (a, aux) = (&self.a[rows.clone()], &self.aux[rows]);
+        let mut seen = 0u64;
+        for x in a.iter().step_by(8) {
+            seen ^= x.to_bits();
+        }
+        for x in aux.iter().step_by(16) {
+            seen ^= u64::from(*x);
+        }
+        let first_record = aux.iter().find(|&&x| x != NONE);
+        let last_record = aux.iter().rev().find(|&&x| x != NONE);
+        let records = first_record.zip(last_record);
+        (
+            seen,
+            records.map(|(&lo, &hi)| (lo as usize, hi as usize + 64)),
+        )
     }
 
-    /// Row `i`'s record's first and 64th bytes, folded: every cache line
-    /// of a record up to 64 bytes long (a sum and the growths of tens of
-    /// buckets; a shorter one's 64th byte is a later record's, read all
-    /// the same) ([`super::Sample::touch_record`]).
-    pub fn touch_record(&self, i: u32) -> u64 {
-        match self.aux[i as usize] {
-            NONE => 0,
-            at => {
-                let b = |k: usize| u64::from(self.arena.get(k).copied().unwrap_or(0));
-                b(at as usize) ^ b(at as usize + 63)
-            }
-        }
+    /// A word of every cache line of the arena's bytes `range` (a scrape's
+    /// records, [`Store::touch_rows`]), folded.
+    pub fn touch_arena(&self, range: (usize, usize)) -> u64 {
+        let end = range.1.min(self.arena.len());
+        let bytes = self.arena.get(range.0..end).unwrap_or_default();
+        bytes.iter().step_by(64).fold(0, |s, &b| s ^ u64::from(b))
     }
 
     /// Every row's count, else value (0 without either): a column.

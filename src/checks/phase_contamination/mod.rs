@@ -45,7 +45,7 @@ use crate::frameworks::{
     canonical, observed_on, Framework, ObservedAt, RequestScoped, REQUEST_SCOPED,
 };
 pub use crate::model::attribution::Corrected;
-use crate::model::attribution::{self, Attribution, Candidate};
+use crate::model::attribution::{self, Attribution, ByObservation, Candidate};
 use crate::model::observers::{
     observers, Labels, Observer, Observers, PhaseExpectation, ReadingSummary,
 };
@@ -621,13 +621,55 @@ fn repairs(
         return vec![None; jobs.len()];
     }
     let first_start = ctx.model.first_request_start_ns();
-    jobs.par_iter()
-        .zip(points)
-        .map(|((f, o), at)| {
-            let ep = o.endpoint.as_deref()?;
-            let cands = &prepared.iter().find(|p| p.0 == *at)?.1;
-            let pts = attribution::cumulative(sc, ep, &f.name, |labels| o.contains(ep, labels));
-            attribution::by_observation(&pts, first_start, cands, slack_ns, profiling_start)
+    let cands_of = |j: usize| Some(prepared.iter().find(|p| p.0 == points[j])?.1.as_slice());
+    let done: Vec<(usize, Option<Attribution>)> = walks(jobs)
+        .par_iter()
+        .flat_map_iter(|(ep, js)| {
+            let mut split: Vec<Option<ByObservation>> = (js.iter())
+                .map(|&j| {
+                    let cands = cands_of(j)?;
+                    Some(ByObservation::new(
+                        cands,
+                        first_start,
+                        slack_ns,
+                        profiling_start,
+                    ))
+                })
+                .collect();
+            let names: Vec<&str> = js.iter().map(|&j| jobs[j].0.name.as_str()).collect();
+            let last = attribution::each_point(
+                sc,
+                ep,
+                &names,
+                |k, labels| jobs[js[k]].1.contains(ep, labels),
+                |k, pts| split[k].as_mut().is_some_and(|s| s.push(pts)),
+            );
+            let attributed = split.into_iter().zip(&last).map(|(s, l)| s?.finish(l));
+            js.iter().copied().zip(attributed).collect::<Vec<_>>()
+        })
+        .collect();
+    let mut out = vec![None; jobs.len()];
+    for (j, a) in done {
+        out[j] = a;
+    }
+    out
+}
+
+/// The jobs (indices) of each endpoint, in one walk per worker: a walk
+/// reads the endpoint's scrapes once for all its jobs' families
+/// (`attribution::each_point`). Jobs without an endpoint are in none.
+fn walks<'a>(jobs: &[(&Found, &'a Observer)]) -> Vec<(&'a str, Vec<usize>)> {
+    let mut by_endpoint: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (j, (_, o)) in jobs.iter().enumerate() {
+        if let Some(ep) = o.endpoint.as_deref() {
+            by_endpoint.entry(ep).or_default().push(j);
+        }
+    }
+    let workers = rayon::current_num_threads().max(1);
+    (by_endpoint.into_iter())
+        .flat_map(|(ep, js)| {
+            let parts = workers.min(js.len());
+            (0..parts).map(move |p| (ep, js.iter().skip(p).step_by(parts).copied().collect()))
         })
         .collect()
 }

@@ -1,5 +1,5 @@
 //! A family's cumulative series on one endpoint as points in state order
-//! ([`cumulative`]): what [`super::by_observation`] and
+//! ([`cumulative`], [`each_point`]): what [`super::ByObservation`] and
 //! [`super::by_span`] attribute the increments of.
 
 use std::collections::BTreeMap;
@@ -141,84 +141,178 @@ pub fn cumulative(
     keep: impl Fn(&BTreeMap<String, String>) -> bool,
 ) -> Points {
     let ordered = scrapes.of_endpoint(endpoint);
-    let ids = scrapes.family(family);
-    // Each scrape's group of the family, found once per layout.
-    let mut by_layout: Vec<(u32, Option<usize>)> = Vec::new();
-    let groups: Vec<Option<usize>> = (ordered.iter())
-        .map(|(s, _)| {
-            let k = slot(&mut by_layout, 0, s.layout, || scrapes.group_index(s, ids));
-            by_layout[k].1
+    let mut tracks = [(Track::new(scrapes, &ordered, family, keep), true)];
+    tracks[0].0.out.pts.reserve(ordered.len());
+    walk(scrapes, &ordered, &mut tracks, usize::MAX, |_, _| true);
+    let [(track, _)] = tracks;
+    track.out
+}
+
+/// The series of several families on `endpoint` ([`cumulative`]'s, the
+/// `k`-th summed over the samples `keep(k, labels)` accepts) from one walk
+/// over its scrapes, given as they grow: after each point of family `k`,
+/// `sink(k, points)` sees that family's last points, at most [`HELD`] of
+/// them, the new one last. `false` from the sink: it wants no more of that
+/// family. The last points come back, one set per family.
+///
+/// One walk instead of one per family: a scrape's samples of every family
+/// are read together, and no family's whole series is held (a gigabyte's
+/// raw scrapes hold megabytes of points per family).
+pub fn each_point(
+    scrapes: &ScrapesRead,
+    endpoint: &str,
+    families: &[&str],
+    keep: impl Fn(usize, &BTreeMap<String, String>) -> bool,
+    sink: impl FnMut(usize, &Points) -> bool,
+) -> Vec<Points> {
+    let ordered = scrapes.of_endpoint(endpoint);
+    let keep = &keep;
+    let mut tracks: Vec<(Track<'_, _>, bool)> = (families.iter().enumerate())
+        .map(|(k, family)| {
+            let track = Track::new(scrapes, &ordered, family, move |l: &_| keep(k, l));
+            (track, true)
         })
         .collect();
-    // Before the family's first appearance on the endpoint it had no series
-    // yet (a labelled series exists from its first observation on): 0.
-    let first = groups.iter().position(Option::is_some);
-    let mut out = Points {
-        pts: Vec::with_capacity(ordered.len()),
-        ..Points::default()
-    };
-    let mut adder = Adder::new(keep);
+    walk(scrapes, &ordered, &mut tracks, HELD, sink);
+    tracks.into_iter().map(|(track, _)| track.out).collect()
+}
+
+/// How many points of each family [`each_point`] holds at most: its sink
+/// needs only the last two, but cutting the older ones back after every
+/// point cost two copies per point (the point and its row, a call to
+/// `memmove` each); cut back to the last once this many are held, a
+/// thirty-first of them (a walk of twelve families, 2-5 % less time,
+/// docs/performance.md, 2026-12-07, fifth session).
+pub const HELD: usize = 32;
+
+/// Adds each scrape of `ordered` (an endpoint's, in state order) to every
+/// track still wanted (`true`), read ahead [`WARM_SCRAPES`] scrapes at a
+/// time; after each point of track `k`, `sink(k, its points)` says whether
+/// it is still wanted, and a track holding `hold` points keeps only its
+/// last.
+fn walk<'s, K: Fn(&BTreeMap<String, String>) -> bool>(
+    scrapes: &'s ScrapesRead,
+    ordered: &[(&Scrape, u64)],
+    tracks: &mut [(Track<'s, K>, bool)],
+    hold: usize,
+    mut sink: impl FnMut(usize, &Points) -> bool,
+) {
     for (i, &(s, t)) in ordered.iter().enumerate() {
         if i % WARM_SCRAPES == 0 {
-            warm(scrapes, &ordered[i..], &groups[i..]);
+            warm(scrapes, &ordered[i..], tracks);
         }
-        if first.is_some_and(|f| i < f) {
-            out.push_zero(s, t);
-            continue;
-        }
-        let Some(g) = groups[i] else {
-            continue;
-        };
-        // The point's row, appended now and cut back if the point is left out.
-        let at = out.push_zero(s, t);
-        if adder.add(&mut out, at, scrapes.samples_at(s, g)).is_none() {
-            out.pts.truncate(at);
-            out.counts.truncate(at * out.les.len());
+        for (k, (track, wanted)) in tracks.iter_mut().enumerate().filter(|x| x.1 .1) {
+            if track.step(scrapes, i, s, t) {
+                *wanted = sink(k, &track.out);
+                if track.out.len() >= hold {
+                    track.out.keep_last();
+                }
+            }
         }
     }
-    out
+}
+
+/// One family's walk over an endpoint's scrapes: the family's group in
+/// each layout (by layout id; found once per layout, not held per scrape:
+/// a walk holds one of these per family), the scrape it first appears in,
+/// the points so far and what sums a scrape's samples into one.
+struct Track<'s, K> {
+    groups: Vec<Option<usize>>,
+    first: Option<usize>,
+    out: Points,
+    adder: Adder<'s, K>,
+}
+
+impl<K> Track<'_, K> {
+    /// The family's group in scrape `s`, if it has one.
+    fn group(&self, s: &Scrape) -> Option<usize> {
+        self.groups[s.layout as usize]
+    }
+}
+
+impl<'s, K: Fn(&BTreeMap<String, String>) -> bool> Track<'s, K> {
+    fn new(scrapes: &ScrapesRead, ordered: &[(&Scrape, u64)], family: &str, keep: K) -> Self {
+        let ids = scrapes.family(family);
+        let layouts = ordered.iter().map(|(s, _)| s.layout as usize + 1).max();
+        let mut found: Vec<Option<Option<usize>>> = vec![None; layouts.unwrap_or(0)];
+        for (s, _) in ordered {
+            found[s.layout as usize].get_or_insert_with(|| scrapes.group_index(s, ids));
+        }
+        let groups: Vec<Option<usize>> = found.into_iter().map(Option::flatten).collect();
+        // Before the family's first appearance on the endpoint it had no
+        // series yet (a labelled series exists from its first observation
+        // on): 0.
+        let first = (ordered.iter()).position(|(s, _)| groups[s.layout as usize].is_some());
+        Track {
+            groups,
+            first,
+            out: Points::default(),
+            adder: Adder::new(keep),
+        }
+    }
+
+    /// Adds the point of scrape `s` (the `i`-th, at time `t`): whether it
+    /// has one.
+    fn step(&mut self, scrapes: &'s ScrapesRead, i: usize, s: &Scrape, t: u64) -> bool {
+        if self.first.is_some_and(|f| i < f) {
+            self.out.push_zero(s, t);
+            return true;
+        }
+        let Some(g) = self.group(s) else {
+            return false;
+        };
+        let out = &mut self.out;
+        // The point's row, appended now and cut back if the point is left out.
+        let at = out.push_zero(s, t);
+        if self.adder.add(out, at, scrapes.samples_at(s, g)).is_none() {
+            out.pts.truncate(at);
+            out.counts.truncate(at * out.les.len());
+            return false;
+        }
+        true
+    }
 }
 
 /// Scrapes read into the cache together before the walk adds them, and at
-/// most how many samples (a family with thousands of series per scrape
-/// would otherwise evict what it warmed before the walk reaches it).
+/// most how many rows (a family with thousands of series per scrape would
+/// otherwise evict what it warmed before the walk reaches it).
 const WARM_SCRAPES: usize = 32;
-const WARM_SAMPLES: usize = 2048;
+const WARM_ROWS: usize = 2048;
 
-/// Reads the values and where the buckets are coded (a counter's row says
-/// it has none there) of the family's samples of the next [`WARM_SCRAPES`]
-/// scrapes of `ordered` (their groups `groups`), then the records there
-/// (a histogram's sum and bucket growths, up to 64 bytes), in two short
-/// loops whose loads do not wait on each other. A family's samples of
-/// consecutive scrapes are a scrape apart in the store, so each scrape's
-/// costs cache misses; missed together, in these loops, they cost about what
-/// one does, where the walk's work between them made them one after another
+/// Reads the rows of the wanted tracks' families (from the first of their
+/// groups to the end of the last) in the next [`WARM_SCRAPES`] scrapes of
+/// `ordered`, and their records (a histogram's sum and bucket growths), in
+/// two short loops whose loads do not wait on each other
+/// ([`ScrapesRead::touch_scrapes`]). A family's samples of consecutive
+/// scrapes are a scrape apart in the store, so each scrape's rows cost
+/// cache misses; missed together, in these loops, they cost about what one
+/// does, where the walk's work between them made them one after another
 /// (`examples/cumulative_times` on a 642 MB and a 1.16 GB file: about 30 %
-/// less time; the second loop, docs/performance.md, 2026-12-07, third
+/// less time, docs/performance.md, 2026-12-07, third session; a walk of
+/// twelve families: 16 % less than one read-ahead per family, fifth
 /// session). Reads only: the points do not change.
-fn warm(scrapes: &ScrapesRead, ordered: &[(&Scrape, u64)], groups: &[Option<usize>]) {
-    let samples = || {
-        (ordered.iter().zip(groups).take(WARM_SCRAPES))
-            .filter_map(|(&(s, _), g)| Some(scrapes.samples_at(s, (*g)?)))
-            .flatten()
-            .take(WARM_SAMPLES)
-    };
-    let (mut seen, mut records) = (0u64, false);
-    for x in samples() {
-        let (words, record) = x.touch();
-        seen ^= words;
-        records |= record;
-    }
-    // A counter's samples have no record: no second loop.
-    if records {
-        for x in samples() {
-            seen ^= x.touch_record();
-        }
-    }
-    std::hint::black_box(seen);
+fn warm<K>(scrapes: &ScrapesRead, ordered: &[(&Scrape, u64)], tracks: &[(Track<'_, K>, bool)]) {
+    let mut left = WARM_ROWS;
+    let batch = (ordered.iter().take(WARM_SCRAPES)).map_while(|&(s, _)| {
+        let rows = (tracks.iter().filter(|x| x.1))
+            .filter_map(|(track, _)| Some(scrapes.group_rows(s, track.group(s)?)))
+            .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
+            .unwrap_or_default();
+        left = left.checked_sub(rows.1.saturating_sub(rows.0) as usize)?;
+        Some((s, rows))
+    });
+    std::hint::black_box(scrapes.touch_scrapes(batch));
 }
 
 impl Points {
+    /// Keeps only the last point (and its row).
+    fn keep_last(&mut self) {
+        if let Some(n) = self.pts.len().checked_sub(1) {
+            self.pts.drain(..n);
+            self.counts.drain(..n * self.les.len());
+        }
+    }
+
     /// Appends a point of count 0 at scrape `s`, time `t`, with no buckets;
     /// its index comes back.
     fn push_zero(&mut self, s: &Scrape, t: u64) -> usize {
@@ -423,5 +517,118 @@ mod growth_tests {
             Some((5.0, Some(10.0)))
         );
         assert_eq!(growth_across_resets(&[], None, 0, 1), None);
+    }
+}
+
+#[cfg(test)]
+mod walk_tests {
+    use super::*;
+
+    /// Every committed run directory with raw scrapes.
+    fn runs_with_scrapes() -> Vec<std::path::PathBuf> {
+        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for p in entries.flatten().map(|e| e.path()) {
+                if p.join("server_metrics_export.jsonl").is_file() {
+                    out.push(p.clone());
+                }
+                if p.is_dir() {
+                    walk(&p, out);
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut out = Vec::new();
+        walk(&root.join("sample-artifacts/runs"), &mut out);
+        walk(&root.join("fixtures"), &mut out);
+        out
+    }
+
+    /// A point and its buckets, to compare walks by.
+    type Seen = (Point, Vec<(f64, f64)>);
+
+    fn at(pts: &Points, i: usize) -> Seen {
+        (pts[i].clone(), pts.buckets(i).collect())
+    }
+
+    /// A filter that differs per family: every label set for even `k`,
+    /// those with an even sum of label lengths for odd `k`.
+    fn keep(k: usize, labels: &BTreeMap<String, String>) -> bool {
+        k % 2 == 0 || labels.iter().map(|(a, b)| a.len() + b.len()).sum::<usize>() % 2 == 0
+    }
+
+    #[test]
+    fn one_walk_of_every_family_gives_each_family_s_own_walk() {
+        // The most points held at once.
+        let (mut runs, mut pairs, mut points, mut held) = (0, 0, 0, 0);
+        for dir in runs_with_scrapes() {
+            let run = crate::artifacts::load(&dir);
+            let Some(sc) = run.scrapes.as_ref() else {
+                continue;
+            };
+            runs += 1;
+            let names: Vec<&str> = (0..sc.family_count() as u32)
+                .map(|id| sc.family_name(id))
+                .collect();
+            for ep in sc.by_endpoint().keys() {
+                let mut seen: Vec<Vec<Seen>> = vec![Vec::new(); names.len()];
+                let last = each_point(sc, ep, &names, keep, |k, pts| {
+                    held = held.max(pts.len());
+                    // The point before the new one is the one seen before
+                    // (a sink reads the interval between them).
+                    if let Some(before) = pts.len().checked_sub(2) {
+                        assert_eq!(seen[k].last(), Some(&at(pts, before)));
+                    }
+                    seen[k].push(at(pts, pts.len() - 1));
+                    true
+                });
+                for (k, name) in names.iter().enumerate() {
+                    let alone = cumulative(sc, ep, name, |l| keep(k, l));
+                    let want: Vec<Seen> = (0..alone.len()).map(|i| at(&alone, i)).collect();
+                    assert_eq!(seen[k], want, "{} {ep} {name}", dir.display());
+                    assert_eq!(last[k].last(), alone.last(), "{} {name}", dir.display());
+                    pairs += 1;
+                    points += want.len();
+                }
+            }
+        }
+        assert!(
+            runs > 40 && pairs > 1000 && points > 10_000,
+            "{runs} {pairs} {points}"
+        );
+        // Series longer than the window were cut back to it, never past.
+        assert_eq!(held, HELD);
+    }
+
+    #[test]
+    fn a_family_the_sink_refuses_is_not_walked_further() {
+        let dir = runs_with_scrapes().into_iter().next().expect("a run");
+        let run = crate::artifacts::load(&dir);
+        let sc = run.scrapes.as_ref().expect("raw scrapes");
+        let ep = sc
+            .by_endpoint()
+            .keys()
+            .next()
+            .expect("an endpoint")
+            .to_string();
+        let names: Vec<&str> = (0..sc.family_count() as u32)
+            .map(|id| sc.family_name(id))
+            .collect();
+        let mut calls = vec![0; names.len()];
+        each_point(
+            sc,
+            &ep,
+            &names,
+            |_, _| true,
+            |k, _| {
+                calls[k] += 1;
+                k != 0 && calls[k] < 3
+            },
+        );
+        assert_eq!(calls[0], 1);
+        assert!(calls[1..].iter().all(|&n| n <= 3), "{calls:?}");
+        assert!(calls.contains(&3), "{calls:?}");
     }
 }
