@@ -181,8 +181,9 @@ pub fn each_point(
 /// needs only the last two, but cutting the older ones back after every
 /// point cost two copies per point (the point and its row, a call to
 /// `memmove` each); cut back to the last once this many are held, a
-/// thirty-first of them (a walk of twelve families, 2-5 % less time,
-/// docs/performance.md, 2026-12-07, fifth session).
+/// thirty-first of them (cut back once 64 were held, walks of six and
+/// twelve families took 3-6 % less time, docs/performance.md, 2026-12-07,
+/// fifth session).
 pub const HELD: usize = 32;
 
 /// Adds each scrape of `ordered` (an endpoint's, in state order) to every
