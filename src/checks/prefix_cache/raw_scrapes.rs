@@ -5,7 +5,7 @@
 //! a wrongly tagged baseline scrape moves the split (a user's report saw
 //! published hit rates move by 1 to 6 points). Here the
 //! headline formula's counters are split by the attribution engine
-//! ([`attribution::by_span`]): every scrape interval's increments go to the
+//! ([`attribution::BySpan`]): every scrape interval's increments go to the
 //! phase of the requests whose spans overlap it. With no ambiguous interval
 //! the rate is exact; otherwise it is bounded by the extremes of every way
 //! an ambiguous interval's hits and queries can be shared between the
@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::server::{counts_for, Roles, ServerRate};
 use crate::artifacts::records::Record;
 use crate::artifacts::scrapes::ScrapesRead;
-use crate::model::attribution::{self, Exactness, Refusal, SpanSplit, Spans};
+use crate::model::attribution::{self, BySpan, Exactness, Refusal, SpanSplit, Spans};
 
 /// The headline formula recomputed over the true profiling requests.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -126,18 +126,18 @@ pub fn recompute(
         None => spans,
     };
     let mut split = SpanSplit::default();
+    let filters = [f.num_filter, f.den_filter];
     for ep in endpoints {
-        let series = |name: &str, filter| {
-            attribution::cumulative(scrapes, ep, name, |labels| {
-                counts_for(Some(ep), labels, filter, role, roles)
-            })
-        };
-        let (num, den) = (
-            series(num_name, f.num_filter),
-            series(den_name, f.den_filter),
+        // Both series in one walk over the endpoint's scrapes.
+        let mut joined = BySpan::new(&spans, first_start, &mut split);
+        attribution::each_point(
+            scrapes,
+            ep,
+            &[num_name, den_name],
+            |k, labels| counts_for(Some(ep), labels, filters[k], role, roles),
+            |k, pts| pts.last().is_some_and(|p| joined.push(k, p)),
         );
-        attribution::by_span(&num, &den, &spans, first_start, &mut split)
-            .map_err(|r| refusal(r, ep, formula, num_name))?;
+        (joined.finish()).map_err(|r| refusal(r, ep, formula, num_name))?;
     }
     let SpanSplit {
         intervals,

@@ -14,7 +14,7 @@
 //!   falls in it, else to an overdue one, else to one in flight; the result
 //!   is a per-phase count, sum (exact, or bounded where the choice was
 //!   ambiguous) and, when exact, the phase's own buckets;
-//! - [`by_span`]: an interval's amounts go to the phase whose requests'
+//! - [`BySpan`]: an interval's amounts go to the phase whose requests'
 //!   spans overlap it; an interval both phases (or none) overlap is
 //!   ambiguous and bounds the result.
 //!
@@ -238,29 +238,71 @@ pub enum Refusal {
     },
 }
 
-/// Adds the intervals of one endpoint's numerator and denominator series
-/// (joined on their scrapes) to `split`.
-pub fn by_span(
-    num: &[Point],
-    den: &[Point],
-    spans: &Spans<'_>,
+/// Adds the intervals of one endpoint's numerator and denominator series,
+/// joined on their scrapes, to a [`SpanSplit`]: fed their points as
+/// [`each_point`] walks them ([`BySpan::push`]: the numerator's, family 0,
+/// before the denominator's, family 1, of each scrape), then finished
+/// ([`BySpan::finish`]). A numerator point without a denominator point of
+/// its scrape (or the other way round) is left out.
+pub struct BySpan<'a, 'b> {
+    spans: &'a Spans<'a>,
     first_start: Option<u64>,
-    split: &mut SpanSplit,
-) -> Result<(), Refusal> {
-    let dens: BTreeMap<u64, &Point> = den.iter().map(|p| (p.line, p)).collect();
-    let pts: Vec<(u64, f64, f64, u64)> = num
-        .iter()
-        .filter_map(|n| Some((n.t, n.amount(), dens.get(&n.line)?.amount(), n.line)))
-        .collect();
-    if pts.len() < 2 {
-        return Ok(());
+    split: &'b mut SpanSplit,
+    /// The numerator's last point (line, time, amount), until the
+    /// denominator's point of its scrape comes.
+    num: Option<(u64, u64, f64)>,
+    /// The last joined point (time, numerator, denominator).
+    last: Option<(u64, f64, f64)>,
+    /// The first joined point came after the first request started.
+    late: bool,
+    refusal: Option<Refusal>,
+}
+
+impl<'a, 'b> BySpan<'a, 'b> {
+    /// Adds to `split`, the phases told by `spans`; `first_start`: when the
+    /// first request started (the first joined point must predate it).
+    pub fn new(spans: &'a Spans<'a>, first_start: Option<u64>, split: &'b mut SpanSplit) -> Self {
+        BySpan {
+            spans,
+            first_start,
+            split,
+            num: None,
+            last: None,
+            late: false,
+            refusal: None,
+        }
     }
-    if first_start.is_some_and(|s| s <= pts[0].0) {
-        return Err(Refusal::LateBaseline);
+
+    /// Takes a point of the numerator (`k` 0) or the denominator (`k` 1);
+    /// `false` once the series are refused: later points change nothing.
+    pub fn push(&mut self, k: usize, p: &Point) -> bool {
+        if self.refusal.is_some() {
+            return false;
+        }
+        if k == 0 {
+            self.num = Some((p.line, p.t, p.amount()));
+            return true;
+        }
+        let Some((line, t, n)) = self.num.take().filter(|x| x.0 == p.line) else {
+            return true;
+        };
+        let d = p.amount();
+        let Some((a, na, da)) = self.last.replace((t, n, d)) else {
+            self.late = self.first_start.is_some_and(|s| s <= t);
+            return true;
+        };
+        if self.late {
+            self.refusal = Some(Refusal::LateBaseline);
+            return false;
+        }
+        self.refusal = self.interval(a, t, line, (n - na, d - da)).err();
+        self.refusal.is_none()
     }
-    for w in pts.windows(2) {
-        let ((a, na, da, _), (b, nb, db, line)) = (w[0], w[1]);
-        let (dn, dd) = (nb - na, db - da);
+
+    /// The interval `(a, b]` ending at the scrape at `line`, whose
+    /// numerator and denominator rose by `rise`.
+    fn interval(&mut self, a: u64, b: u64, line: u64, rise: (f64, f64)) -> Result<(), Refusal> {
+        let (dn, dd) = rise;
         if dn < 0.0 || dd < 0.0 {
             return Err(Refusal::Reset);
         }
@@ -271,12 +313,13 @@ pub fn by_span(
                 denominator: dd,
             });
         }
+        let split = &mut *self.split;
         split.intervals += 1;
         if dn == 0.0 && dd == 0.0 {
-            continue;
+            return Ok(());
         }
-        let profiling = spans.overlaps(Phase::Profiling, a, b);
-        let warmup = spans.overlaps(Phase::Warmup, a, b);
+        let profiling = self.spans.overlaps(Phase::Profiling, a, b);
+        let warmup = self.spans.overlaps(Phase::Warmup, a, b);
         match (profiling, warmup) {
             (true, false) => {
                 split.certain.0 += dn;
@@ -285,8 +328,14 @@ pub fn by_span(
             (false, true) => {}
             _ => split.ambiguous.push((dn, dd)),
         }
+        Ok(())
     }
-    Ok(())
+
+    /// Whether the series were split; `Err` with why not. Fewer than two
+    /// joined points add no interval and refuse nothing.
+    pub fn finish(self) -> Result<(), Refusal> {
+        self.refusal.map_or(Ok(()), Err)
+    }
 }
 
 #[cfg(test)]
@@ -379,5 +428,110 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The split as first written: both series whole, the numerator's
+    /// points joined with the denominator's of the same scrape. Each
+    /// interval's rule is [`BySpan::interval`], moved unchanged from it.
+    fn reference_by_span(
+        num: &[Point],
+        den: &[Point],
+        spans: &Spans<'_>,
+        first_start: Option<u64>,
+        split: &mut SpanSplit,
+    ) -> Result<(), Refusal> {
+        let dens: BTreeMap<u64, &Point> = den.iter().map(|p| (p.line, p)).collect();
+        let pts: Vec<(u64, f64, f64, u64)> = (num.iter())
+            .filter_map(|n| Some((n.t, n.amount(), dens.get(&n.line)?.amount(), n.line)))
+            .collect();
+        if pts.len() < 2 {
+            return Ok(());
+        }
+        if first_start.is_some_and(|s| s <= pts[0].0) {
+            return Err(Refusal::LateBaseline);
+        }
+        let mut rule = BySpan::new(spans, None, split);
+        for w in pts.windows(2) {
+            let ((a, na, da, _), (b, nb, db, line)) = (w[0], w[1]);
+            rule.interval(a, b, line, (nb - na, db - da))?;
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn series_fed_point_by_point_split_as_the_joined_series_did() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        let (mut refused, mut split_some) = (0, 0);
+        for case in 0..2000 {
+            let mut t = 0;
+            let records: Vec<Record> = (0..rng.usize(0..20))
+                .map(|_| {
+                    t += rng.u64(0..40);
+                    let mut r = Record::with_values(Default::default());
+                    r.request_start_ns = t;
+                    r.request_end_ns = t + rng.u64(0..120);
+                    r.phase = if rng.bool() {
+                        Phase::Warmup
+                    } else {
+                        Phase::Profiling
+                    };
+                    r
+                })
+                .collect();
+            // Scrapes at rising times; each series has a point at most of
+            // them, rising (now and then falling, or the numerator rising
+            // past the denominator).
+            let (mut at, mut n, mut d) = (0, 0.0, 0.0);
+            let (mut num, mut den, mut times) = (Vec::new(), Vec::new(), Vec::new());
+            for line in 1..rng.u64(0..12) {
+                at += rng.u64(1..50);
+                times.push(at);
+                let dd = f64::from(rng.u8(0..6)) - if rng.u8(0..40) == 0 { 9.0 } else { 0.0 };
+                let dn = (dd - f64::from(rng.u8(0..4))).max(0.0)
+                    + if rng.u8(0..40) == 0 { 3.0 } else { 0.0 };
+                (n, d) = (n + dn, d + dd);
+                let point = |amount: f64, histogram: bool| Point {
+                    t: at,
+                    line,
+                    count: if histogram { 0.5 } else { amount },
+                    sum: histogram.then_some(amount),
+                };
+                if rng.u8(0..6) != 0 {
+                    num.push(point(n, rng.bool()));
+                }
+                if rng.u8(0..6) != 0 {
+                    den.push(point(d, rng.bool()));
+                }
+            }
+            let spans = Spans::of(&records, rng.u64(0..20), times);
+            let first_start = (case % 5 != 0).then(|| rng.u64(0..200));
+            let mut want = SpanSplit::default();
+            let wanted = reference_by_span(&num, &den, &spans, first_start, &mut want);
+            // In walk order: a scrape's numerator point, then its
+            // denominator point.
+            let mut got = SpanSplit::default();
+            let mut fed = BySpan::new(&spans, first_start, &mut got);
+            let (mut i, mut j) = (0, 0);
+            while i < num.len() || j < den.len() {
+                let next_num = num.get(i).map(|p| p.line);
+                let next_den = den.get(j).map(|p| p.line);
+                if next_num.is_some_and(|l| next_den.is_none_or(|m| l <= m)) {
+                    fed.push(0, &num[i]);
+                    i += 1;
+                } else {
+                    fed.push(1, &den[j]);
+                    j += 1;
+                }
+            }
+            let result = fed.finish();
+            refused += usize::from(wanted.is_err());
+            split_some += usize::from(want.intervals > 0 && wanted.is_ok());
+            assert_eq!(result, wanted, "case {case}");
+            if wanted.is_ok() {
+                assert_eq!(got, want, "case {case}");
+            }
+        }
+        // Both outcomes, often.
+        assert!(refused > 200 && split_some > 200, "{refused} {split_some}");
     }
 }

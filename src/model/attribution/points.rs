@@ -1,6 +1,6 @@
 //! A family's cumulative series on one endpoint as points in state order
 //! ([`cumulative`], [`each_point`]): what [`super::ByObservation`] and
-//! [`super::by_span`] attribute the increments of.
+//! [`super::BySpan`] attribute the increments of.
 
 use std::collections::BTreeMap;
 
