@@ -490,6 +490,30 @@ impl ScrapesRead {
 /// Per series (family id, label set id): foldhash.
 type BySeries<V> = std::collections::HashMap<(u32, u32), V, foldhash::fast::RandomState>;
 
+/// Every raw-scrape file of the sample runs and the fixtures (for tests).
+#[cfg(test)]
+pub(crate) fn committed_scrape_files() -> Vec<std::path::PathBuf> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.file_name().is_some_and(|n| n == FILE) {
+                out.push(p);
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    walk(&root.join("sample-artifacts/runs"), &mut out);
+    walk(&root.join("fixtures"), &mut out);
+    out.sort();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::block::Block;
@@ -517,29 +541,6 @@ mod tests {
         );
         assert_eq!(r.findings[0].line, Some(2));
         assert_eq!(r.findings[0].field.as_deref(), Some("timestamp_ns"));
-    }
-
-    /// Every raw-scrape file of the sample runs and the fixtures.
-    fn committed_scrape_files() -> Vec<std::path::PathBuf> {
-        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-            let Ok(entries) = std::fs::read_dir(dir) else {
-                return;
-            };
-            for e in entries.flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    walk(&p, out);
-                } else if p.file_name().is_some_and(|n| n == FILE) {
-                    out.push(p);
-                }
-            }
-        }
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut out = Vec::new();
-        walk(&root.join("sample-artifacts/runs"), &mut out);
-        walk(&root.join("fixtures"), &mut out);
-        out.sort();
-        out
     }
 
     #[test]

@@ -43,10 +43,10 @@ closed_set! {
     }
 }
 
-/// The first scrape must predate every request, or the increments before
-/// it cannot be placed.
-fn baseline_predates(pts: &[Point], first_start: Option<u64>) -> bool {
-    first_start.is_none_or(|s| pts.first().is_none_or(|p| s > p.t))
+/// The first scrape (at time `first`) must predate every request, or the
+/// increments before it cannot be placed.
+fn baseline_predates(first: u64, first_start: Option<u64>) -> bool {
+    first_start.is_none_or(|s| s > first)
 }
 
 /// A corrected split of one phase from the raw scrapes.
@@ -288,7 +288,7 @@ impl<'a, 'b> BySpan<'a, 'b> {
         };
         let d = p.amount();
         let Some((a, na, da)) = self.last.replace((t, n, d)) else {
-            self.late = self.first_start.is_some_and(|s| s <= t);
+            self.late = !baseline_predates(t, self.first_start);
             return true;
         };
         if self.late {

@@ -270,7 +270,7 @@ impl<'c> ByObservation<'c> {
             return false;
         }
         if self.points == 1 {
-            self.failed = !baseline_predates(&pts[b..], self.first_start);
+            self.failed = !baseline_predates(pts[b].t, self.first_start);
         } else {
             self.failed = b == 0 || self.interval(pts, b - 1).is_none();
         }

@@ -527,24 +527,9 @@ mod walk_tests {
 
     /// Every committed run directory with raw scrapes.
     fn runs_with_scrapes() -> Vec<std::path::PathBuf> {
-        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-            let Ok(entries) = std::fs::read_dir(dir) else {
-                return;
-            };
-            for p in entries.flatten().map(|e| e.path()) {
-                if p.join("server_metrics_export.jsonl").is_file() {
-                    out.push(p.clone());
-                }
-                if p.is_dir() {
-                    walk(&p, out);
-                }
-            }
-        }
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut out = Vec::new();
-        walk(&root.join("sample-artifacts/runs"), &mut out);
-        walk(&root.join("fixtures"), &mut out);
-        out
+        (crate::artifacts::scrapes::committed_scrape_files().into_iter())
+            .filter_map(|file| Some(file.parent()?.to_path_buf()))
+            .collect()
     }
 
     /// A point and its buckets, to compare walks by.
