@@ -29,6 +29,8 @@ impl Cumulative {
     }
 }
 
+use rayon::prelude::*;
+
 use crate::artifacts::scrapes::{Scrape, ScrapesRead};
 use crate::artifacts::server_metrics::{ServerMetricsExport, Window};
 use crate::frameworks::{canonical, PROCESS_START};
@@ -120,12 +122,13 @@ pub fn births(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Birth> {
         let scrapes: Vec<&Scrape> = list.iter().map(|(s, _)| *s).collect();
         let keep = |id: u32| cumulative[id as usize];
         // A series is born at a change of layout only: within a run of one
-        // layout the walk visits falls, which have a scrape before.
+        // layout every series has a scrape before, so none is visited
+        // there (`None`: the walk compares no columns for it).
         read.walk_series(
             &scrapes,
             keep,
             |_| true,
-            0.0,
+            None,
             |i, id, x, before| {
                 if i == 0 || before.is_some() {
                     return;
@@ -155,76 +158,91 @@ pub fn births(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Birth> {
 pub fn detect(read: &ScrapesRead, server: &ServerMetricsExport) -> Vec<Reset> {
     let names = server.cumulative_families();
     let cumulative = Cumulative::of(read, &names);
-    let mut out = Vec::new();
     let start_ids = read.family(PROCESS_START);
-    for (ep, list) in read.by_endpoint() {
-        let scrapes: Vec<&Scrape> = list.iter().map(|(s, _)| *s).collect();
-        let times: Vec<u64> = list.iter().map(|(_, t)| *t).collect();
-        // Each scrape's drops (a series below its value in the scrape
-        // before that had it), in order.
-        let mut drops: Vec<(usize, Drop)> = Vec::new();
-        // A series' value is compared with its last one (a sample without
-        // a value is passed over).
-        let keep = |id: u32| cumulative[id as usize];
-        let valued = |x: &crate::artifacts::scrapes::Sample| x.cumulative().is_some();
-        read.walk_series(&scrapes, keep, valued, FALL, |i, id, x, before| {
-            let (Some(v), Some(prev)) = (x.cumulative(), before.and_then(|b| b.cumulative()))
-            else {
-                return;
-            };
-            if i > 0 && v < prev - FALL * prev.abs().max(1.0) {
-                drops.push((
-                    i,
-                    Drop {
-                        family: read.family_name(id).to_string(),
-                        labels: x.labels().clone(),
-                        before: prev,
-                        after: v,
-                    },
-                ));
+    // The endpoints at once (each its own walk), their resets in
+    // endpoint order.
+    let endpoints: Vec<_> = read.by_endpoint().into_iter().collect();
+    let found: Vec<Vec<Reset>> = endpoints
+        .par_iter()
+        .map(|(ep, list)| resets_on(read, ep, list, &cumulative, start_ids))
+        .collect();
+    found.into_iter().flatten().collect()
+}
+
+/// [`detect`]'s resets of one endpoint, `list` its scrapes in state order.
+fn resets_on(
+    read: &ScrapesRead,
+    ep: &str,
+    list: &[(&Scrape, u64)],
+    cumulative: &[bool],
+    start_ids: [Option<u32>; 2],
+) -> Vec<Reset> {
+    let mut out = Vec::new();
+    let scrapes: Vec<&Scrape> = list.iter().map(|(s, _)| *s).collect();
+    let times: Vec<u64> = list.iter().map(|(_, t)| *t).collect();
+    // Each scrape's drops (a series below its value in the scrape
+    // before that had it), in order.
+    let mut drops: Vec<(usize, Drop)> = Vec::new();
+    // A series' value is compared with its last one (a sample without
+    // a value is passed over).
+    let keep = |id: u32| cumulative[id as usize];
+    let valued = |x: &crate::artifacts::scrapes::Sample| x.cumulative().is_some();
+    read.walk_series(&scrapes, keep, valued, Some(FALL), |i, id, x, before| {
+        let (Some(v), Some(prev)) = (x.cumulative(), before.and_then(|b| b.cumulative())) else {
+            return;
+        };
+        if i > 0 && v < prev - FALL * prev.abs().max(1.0) {
+            drops.push((
+                i,
+                Drop {
+                    family: read.family_name(id).to_string(),
+                    labels: x.labels().clone(),
+                    before: prev,
+                    after: v,
+                },
+            ));
+        }
+    });
+    let mut start: Option<f64> = None;
+    let mut restarts: Vec<Option<(f64, f64)>> = Vec::with_capacity(scrapes.len());
+    for s in &scrapes {
+        let mut restart = None;
+        if let Some(v) = read
+            .samples_of(s, start_ids)
+            .and_then(|mut x| x.next()?.value())
+        {
+            if let Some(prev) = start.filter(|p| (p - v).abs() > 1e-6) {
+                restart = Some((prev, v));
             }
+            start = Some(v);
+        }
+        restarts.push(restart);
+    }
+    let mut rest = drops.into_iter().peekable();
+    while let Some((i, first)) = rest.next() {
+        let mut drops = vec![first];
+        while let Some((_, d)) = rest.next_if(|(j, _)| *j == i) {
+            drops.push(d);
+        }
+        let s = scrapes[i];
+        let restart = restarts[i];
+        let later = &scrapes[i + 1..];
+        let confirmed = restart.is_some() || persists(read, later, &drops);
+        // A drop the next scrape climbs back from is a stale answer (two
+        // scrapes in flight together, answered in another order than
+        // either order tells): not a reset. Only one nothing comes after
+        // stays undecided.
+        if !confirmed && seen_again(read, later, &drops) {
+            continue;
+        }
+        out.push(Reset {
+            endpoint: ep.to_string(),
+            lines: (scrapes[i - 1].line, s.line),
+            between_ns: (times[i - 1], times[i]),
+            restart,
+            drops,
+            confirmed,
         });
-        let mut start: Option<f64> = None;
-        let mut restarts: Vec<Option<(f64, f64)>> = Vec::with_capacity(scrapes.len());
-        for s in &scrapes {
-            let mut restart = None;
-            if let Some(v) = read
-                .samples_of(s, start_ids)
-                .and_then(|mut x| x.next()?.value())
-            {
-                if let Some(prev) = start.filter(|p| (p - v).abs() > 1e-6) {
-                    restart = Some((prev, v));
-                }
-                start = Some(v);
-            }
-            restarts.push(restart);
-        }
-        let mut rest = drops.into_iter().peekable();
-        while let Some((i, first)) = rest.next() {
-            let mut drops = vec![first];
-            while let Some((_, d)) = rest.next_if(|(j, _)| *j == i) {
-                drops.push(d);
-            }
-            let s = scrapes[i];
-            let restart = restarts[i];
-            let later = &scrapes[i + 1..];
-            let confirmed = restart.is_some() || persists(read, later, &drops);
-            // A drop the next scrape climbs back from is a stale answer (two
-            // scrapes in flight together, answered in another order than
-            // either order tells): not a reset. Only one nothing comes after
-            // stays undecided.
-            if !confirmed && seen_again(read, later, &drops) {
-                continue;
-            }
-            out.push(Reset {
-                endpoint: ep.to_string(),
-                lines: (scrapes[i - 1].line, s.line),
-                between_ns: (times[i - 1], times[i]),
-                restart,
-                drops,
-                confirmed,
-            });
-        }
     }
     out
 }

@@ -31,6 +31,7 @@ mod rows;
 mod scan;
 mod source;
 mod store;
+mod walk;
 
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
@@ -325,110 +326,6 @@ impl ScrapesRead {
         self.store.family_count()
     }
 
-    /// Goes through `list` (one endpoint's scrapes, in the order a check
-    /// reads them) and calls `visit(i, family, now, before)` for the
-    /// samples of the families `keep` accepts (by id), `before` being the
-    /// same series' sample in the last scrape of the list before `i` that
-    /// had it and `remember` accepts (scrapes of one layout have the same
-    /// numbers at a position, so `remember` must depend only on which
-    /// numbers a sample has). A scrape whose layout differs from the one
-    /// before it (the first, a family or series that comes or goes) has
-    /// every sample visited, its series found by (family, label set);
-    /// within a run of one layout every series is at its position in the
-    /// scrape before, so only where a cumulative quantity fell by more than
-    /// `fall` times `max(|before|, 1)` is a sample visited: a comparison of
-    /// two columns of numbers, not a visit per sample.
-    pub fn walk_series<'a>(
-        &'a self,
-        list: &[&'a Scrape],
-        keep: impl Fn(u32) -> bool,
-        remember: impl Fn(&Sample<'a>) -> bool,
-        fall: f64,
-        mut visit: impl FnMut(usize, u32, Sample<'a>, Option<Sample<'a>>),
-    ) {
-        // The last row of each series, kept up to the end of the last run
-        // of scrapes with one layout.
-        let mut last: BySeries<Sample<'a>> = BySeries::default();
-        // Per layout: the (position, family) of the kept samples that have
-        // a cumulative quantity.
-        let mut counted: std::collections::HashMap<
-            u32,
-            Vec<(u32, u32)>,
-            foldhash::fast::RandomState,
-        > = Default::default();
-        let a = self.store.cumulatives();
-        let mut prev: Option<&Scrape> = None;
-        for (i, s) in list.iter().enumerate() {
-            let layout = self.store.layout(s.layout);
-            match prev {
-                Some(p) if p.layout == s.layout => {
-                    let positions = counted.entry(s.layout).or_insert_with(|| {
-                        let mut v = Vec::new();
-                        for g in layout.groups.iter().filter(|g| keep(g.0)) {
-                            for k in g.1..g.2 {
-                                let f = rows::flags_of(layout.rows[k as usize]);
-                                if f & (rows::HAS_COUNT | rows::HAS_VALUE) != 0 {
-                                    v.push((k, g.0));
-                                }
-                            }
-                        }
-                        v
-                    });
-                    let (now, before) = (s.first_row as usize, p.first_row as usize);
-                    for &(k, family) in positions.iter() {
-                        let (v, b) = (a[now + k as usize], a[before + k as usize]);
-                        if v < b - fall * b.abs().max(1.0) {
-                            let tag = layout.rows[k as usize];
-                            let sample = |row: usize| Sample {
-                                store: &self.store,
-                                row: row as u32,
-                                tag,
-                            };
-                            let y = sample(before + k as usize);
-                            visit(
-                                i,
-                                family,
-                                sample(now + k as usize),
-                                remember(&y).then_some(y),
-                            );
-                        }
-                    }
-                }
-                _ => {
-                    for g in layout.groups.iter().filter(|g| keep(g.0)) {
-                        for x in self.samples_in(s, g) {
-                            let before = last.get(&(g.0, x.labels_id())).copied();
-                            visit(i, g.0, x, before);
-                        }
-                    }
-                }
-            }
-            // The end of a run of one layout: its last scrape's series, for
-            // the next scrape (of another layout) to find.
-            if list.get(i + 1).is_some_and(|n| n.layout != s.layout) {
-                self.remember(s, &keep, &remember, &mut last);
-            }
-            prev = Some(s);
-        }
-    }
-
-    /// Notes each series of `s` (that `remember` accepts) as last seen there.
-    fn remember<'a>(
-        &'a self,
-        s: &'a Scrape,
-        keep: &impl Fn(u32) -> bool,
-        remember: &impl Fn(&Sample<'a>) -> bool,
-        last: &mut BySeries<Sample<'a>>,
-    ) {
-        for g in self.store.layout(s.layout).groups.iter() {
-            if keep(g.0) {
-                for x in self.samples_in(s, g).filter(|x| remember(x)) {
-                    last.insert((g.0, x.labels_id()), x);
-                }
-            }
-        }
-    }
-
     /// Bytes the columns hold.
     pub fn bytes(&self) -> usize {
         self.store.bytes() + self.scrapes.capacity() * std::mem::size_of::<Scrape>()
@@ -486,9 +383,6 @@ impl ScrapesRead {
             .unwrap_or_default()
     }
 }
-
-/// Per series (family id, label set id): foldhash.
-type BySeries<V> = std::collections::HashMap<(u32, u32), V, foldhash::fast::RandomState>;
 
 /// Every raw-scrape file of the sample runs and the fixtures (for tests).
 #[cfg(test)]

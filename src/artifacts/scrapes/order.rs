@@ -37,7 +37,7 @@ fn walked_falls(
         &[x, y],
         keep,
         |_| true,
-        0.0,
+        Some(0.0),
         |i, _, now, before| {
             if i == 0 || (untyped && now.count().is_none()) {
                 return;
@@ -56,33 +56,37 @@ fn drops<'s>(read: &ScrapesRead, pairs: impl Iterator<Item = (&'s Scrape, &'s Sc
     let (typed, untyped) = growing(read);
     let keep = |id: u32| untyped || typed[id as usize];
     let a = read.store.cumulatives();
-    // Per layout: the positions of its kept cumulative quantities.
-    let mut counted: HashMap<u32, Vec<u32>> = HashMap::default();
+    // Per layout: the positions of its kept cumulative quantities, as
+    // runs of consecutive rows.
+    let mut counted: HashMap<u32, Vec<(u32, u32)>> = HashMap::default();
     let mut n = 0;
     for (x, y) in pairs {
         if x.layout == y.layout {
             // Every series at its position in both: a comparison of two
             // columns of numbers (as `walk_series` compares them: a fall
             // from an infinite value is none).
-            let positions = counted.entry(x.layout).or_insert_with(|| {
+            let runs = counted.entry(x.layout).or_insert_with(|| {
                 let layout = read.store.layout(x.layout);
                 let wanted = if untyped {
                     HAS_COUNT
                 } else {
                     HAS_COUNT | HAS_VALUE
                 };
-                (layout.groups.iter().filter(|g| keep(g.0)))
-                    .flat_map(|g| g.1..g.2)
-                    .filter(|k| flags_of(layout.rows[*k as usize]) & wanted != 0)
-                    .collect()
+                super::walk::runs(
+                    (layout.groups.iter().filter(|g| keep(g.0)))
+                        .flat_map(|g| g.1..g.2)
+                        .filter(|k| flags_of(layout.rows[*k as usize]) & wanted != 0),
+                )
             });
             let (x0, y0) = (x.first_row as usize, y.first_row as usize);
-            n += (positions.iter())
-                .filter(|&&k| {
-                    let (p, v) = (a[x0 + k as usize], a[y0 + k as usize]);
-                    v < p && p.is_finite()
-                })
-                .count();
+            for &(k0, len) in runs.iter() {
+                let (k0, len) = (k0 as usize, len as usize);
+                let (before, now) = (&a[x0 + k0..][..len], &a[y0 + k0..][..len]);
+                // Summed without a branch per pair.
+                n += (before.iter().zip(now))
+                    .map(|(&p, &v)| usize::from(v < p && p.is_finite()))
+                    .sum::<usize>();
+            }
             continue;
         }
         n += walked_falls(read, x, y, keep, untyped);
