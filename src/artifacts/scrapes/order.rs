@@ -126,7 +126,14 @@ pub fn state_order(read: &ScrapesRead, list: &mut [(&Scrape, u64)]) {
             .filter(|&i| rank[i] != rank[i - 1] + 1)
             .map(|i| (list[i - 1].0, list[i].0))
     };
-    if differs && drops(read, by_send()) < drops(read, by_arrival()) {
+    // The two counts at once (each a walk over its own pairs: an
+    // endpoint's order is otherwise one worker's, the other idle when a
+    // run has one endpoint).
+    let fewer_by_send = differs && {
+        let (send, arrival) = rayon::join(|| drops(read, by_send()), || drops(read, by_arrival()));
+        send < arrival
+    };
+    if fewer_by_send {
         let in_send_order: Vec<(&Scrape, u64)> = sent.iter().map(|&i| list[i]).collect();
         list.copy_from_slice(&in_send_order);
         let mut earliest_after = u64::MAX;
