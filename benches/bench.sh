@@ -11,11 +11,13 @@
 #   - artifact-check over SMALL_RUNS small run directories (copies of the
 #     samples; a fleet audit on one machine: runs/s and peak RSS);
 #   - a run whose raw scrapes (server_metrics_export.jsonl) are SCRAPE_MB
-#     (benches/make_scrapes.py), the full check and `wc -l` on that file;
+#     (benches/make_scrapes.py), the full check and `wc -l` on that file: with
+#     two endpoints (the phase check walks the one with traffic), and with
+#     one (the usual run: the phase check walks every scrape);
 #   - every report format of the full check (`--format F`), its time and size;
 # and then the stages of one check (examples/stage_times: load, model, each
 # check, the JSON report), the fastest of three, each against the read: of
-# the records run and of the raw-scrapes run.
+# the records run and of the raw-scrapes runs.
 # The default decides huge pages itself: on, unless this machine is a VM
 # whose balloon reports free pages to the host (src/alloc.rs).
 # Prints wall time, throughput (GB/s, records/s), peak RSS and the ratios.
@@ -36,14 +38,16 @@ cargo build --release --quiet --example stage_times
 bin=target/release/artifact-check
 python3 benches/make_big_run.py "$SAMPLE" "$work/big" "$SIZE_MB"
 python3 benches/make_scrapes.py sample-artifacts/runs/vllm-dp "$work/scrapes" "$SCRAPE_MB" --endpoints 2 > /dev/null
+python3 benches/make_scrapes.py sample-artifacts/runs/vllm-dp "$work/scrapes1" "$SCRAPE_MB" > /dev/null
 scrapes="$work/scrapes/server_metrics_export.jsonl"
+scrapes1="$work/scrapes1/server_metrics_export.jsonl"
 file="$work/big/profile_export.jsonl"
 bytes=$(stat -c %s "$file")
 records=$(wc -l < "$file")
 # Write the generated file out first: its writeback would otherwise compete
 # with the timed runs for the disk and CPU.
 sync
-cat "$file" "$scrapes" > /dev/null   # warm the page cache for every contender alike
+cat "$file" "$scrapes" "$scrapes1" > /dev/null   # warm the page cache for every contender alike
 
 # shellcheck source=benches/lib.sh
 source benches/lib.sh
@@ -71,15 +75,18 @@ for _ in 1 2 3; do
   run_once small_runs "$bin" --format json "$work/small"
   run_once scrapes_wc_l wc -l "$scrapes"
   run_once scrapes_artifact_check "$bin" --format json "$work/scrapes"
+  run_once scrapes1_wc_l wc -l "$scrapes1"
+  run_once scrapes1_artifact_check "$bin" --format json "$work/scrapes1"
   for f in $FORMATS; do
     run_once "format_$f" "$bin" --format "$f" "$work/big"
     "$bin" --format "$f" "$work/big" 2> /dev/null | wc -c > "$work/size_$f" || true
   done
   target/release/examples/stage_times "$work/big" >> "$work/stages"
   target/release/examples/stage_times "$work/scrapes" >> "$work/stages_scrapes"
+  target/release/examples/stage_times "$work/scrapes1" >> "$work/stages_scrapes1"
 done
 
-python3 - "$work/runs" "$bytes" "$records" "$SMALL_RUNS" "$(stat -c %s "$scrapes")" "$work" "$FORMATS" <<'PY'
+python3 - "$work/runs" "$bytes" "$records" "$SMALL_RUNS" "$(stat -c %s "$scrapes")" "$work" "$FORMATS" "$(stat -c %s "$scrapes1")" <<'PY'
 import sys, os
 rows, every = {}, {}
 for line in open(sys.argv[1]):
@@ -104,16 +111,19 @@ print(f"artifact-check all cores vs --jobs 1: {rows['artifact_check_jobs1'][0] /
 t, rss = rows["small_runs"]
 print(f"{small} small run directories: {t:.2f} s ({small / t:.0f} runs/s), peak RSS {rss / 1024:.1f} MiB")
 sbytes, work, formats = int(sys.argv[5]), sys.argv[6], sys.argv[7].split()
-t, rss = rows["scrapes_artifact_check"]
-w = rows["scrapes_wc_l"][0]
-print(f"raw scrapes: {sbytes / 1e9:.3f} GB: full check {t:.2f} s, {sbytes / t / 1e9:.3f} GB/s, "
-      f"{t / w:.2f}x wc -l ({w:.2f} s), peak RSS {rss / 1024:.1f} MiB ({rss * 1024 / sbytes:.1%} of the file)")
+for key, label, nbytes in (("scrapes", "raw scrapes", sbytes),
+                           ("scrapes1", "raw scrapes, one endpoint", int(sys.argv[8]))):
+    t, rss = rows[f"{key}_artifact_check"]
+    w = rows[f"{key}_wc_l"][0]
+    print(f"{label}: {nbytes / 1e9:.3f} GB: full check {t:.2f} s, {nbytes / t / 1e9:.3f} GB/s, "
+          f"{t / w:.2f}x wc -l ({w:.2f} s), peak RSS {rss / 1024:.1f} MiB ({rss * 1024 / nbytes:.1%} of the file)")
 print(f"{'format':10} {'wall s':>7} {'bytes':>10}")
 for f in formats:
     t, _ = rows[f"format_{f}"]
     size = open(os.path.join(work, f"size_{f}")).read().strip()
     print(f"{f:10} {t:7.2f} {int(size):10}")
-for file, what in (("stages", "records"), ("stages_scrapes", "raw scrapes")):
+for file, what in (("stages", "records"), ("stages_scrapes", "raw scrapes"),
+                   ("stages_scrapes1", "one-endpoint raw scrapes")):
     stages = {}
     for line in open(os.path.join(work, file)):
         parts = line.split()
