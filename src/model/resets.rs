@@ -31,7 +31,7 @@ impl Cumulative {
 
 use rayon::prelude::*;
 
-use crate::artifacts::scrapes::{Scrape, ScrapesRead};
+use crate::artifacts::scrapes::{self, Scrape, ScrapesRead};
 use crate::artifacts::server_metrics::{ServerMetricsExport, Window};
 use crate::frameworks::{canonical, PROCESS_START};
 
@@ -191,7 +191,7 @@ fn resets_on(
         let (Some(v), Some(prev)) = (x.cumulative(), before.and_then(|b| b.cumulative())) else {
             return;
         };
-        if i > 0 && v < prev - FALL * prev.abs().max(1.0) {
+        if i > 0 && scrapes::fell(v, prev, FALL) {
             drops.push((
                 i,
                 Drop {

@@ -42,6 +42,7 @@ pub use read::{read_from, read_with};
 pub use rows::{Labels, ScrapePhase};
 pub use store::SeriesCursor;
 use store::Store;
+pub use walk::fell;
 
 /// File name.
 pub const FILE: &str = "server_metrics_export.jsonl";

@@ -162,9 +162,11 @@ pub(super) fn runs(positions: impl IntoIterator<Item = u32>) -> Vec<(u32, u32)> 
     out
 }
 
-/// Whether `v` fell from `b` by more than `fall` times `max(|b|, 1)`.
+/// Whether `v` fell from `b` by more than `fall` times `max(|b|, 1)`: the
+/// fall [`ScrapesRead::walk_series`] visits within a run of one layout,
+/// and the one a visitor tells among the samples of a layout change.
 #[inline(always)]
-fn fell(v: f64, b: f64, fall: f64) -> bool {
+pub fn fell(v: f64, b: f64, fall: f64) -> bool {
     v < b - fall * b.abs().max(1.0)
 }
 
