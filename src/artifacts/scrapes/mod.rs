@@ -322,6 +322,13 @@ impl ScrapesRead {
         self.store.family(id)
     }
 
+    /// Whether every bucket bound read is a number: a sample with a bucket
+    /// whose bound is not leaves its scrape out of a family's points
+    /// (`model::attribution::cumulative`).
+    pub fn every_bound_known(&self) -> bool {
+        self.store.every_bound_known()
+    }
+
     /// How many families the file names.
     pub fn family_count(&self) -> usize {
         self.store.family_count()

@@ -143,6 +143,8 @@ pub struct Store {
     bounds_ids: HashMap<Vec<String>, u32>,
     /// The bounds of every set in `bounds`, together.
     bound_texts: usize,
+    /// A set in `bounds` has a bound that is not a number.
+    unknown_bound: bool,
     layouts: Interned<Layout>,
     /// Per row: the count where there is one, else the value (0 without).
     a: Vec<f64>,
@@ -412,7 +414,9 @@ impl Store {
             map.bounds
                 .push(intern(&mut self.bounds_ids, les.clone(), |les| {
                     self.bound_texts += les.len();
-                    let values = les.iter().map(|le| crate::stats::le_value(le)).collect();
+                    let values: Vec<Option<f64>> =
+                        les.iter().map(|le| crate::stats::le_value(le)).collect();
+                    self.unknown_bound |= values.iter().any(Option::is_none);
                     self.bounds.push(values);
                     self.bounds.len() - 1
                 }));
@@ -680,6 +684,12 @@ impl Store {
         cursor.latest = to;
         cursor.len = (cursor.len + 1).min(RECENT);
         Some((&self.bounds[bounds as usize], &cursor.counts[to]))
+    }
+
+    /// Whether every bucket bound read is a number (a row with one that is
+    /// not leaves its scrape out of a walk's points).
+    pub fn every_bound_known(&self) -> bool {
+        !self.unknown_bound
     }
 
     /// The bounds' id of row `i`'s buckets: its whole row's (a change
