@@ -175,16 +175,59 @@ impl<'c> Pending<'c> {
     }
 }
 
-#[derive(Clone, Copy)]
-struct Increment {
-    phase: Option<Phase>,
+/// The increments given out so far, summed as the split reads them: per
+/// phase, and the value bounds of the uncertain ones. Held as sums, not one
+/// record per increment: a run's increments are one per observation, and
+/// a gigabyte's raw scrapes gave tens of megabytes of them, each written to
+/// fresh memory (docs/performance.md, 2026-12-07, seventh session).
+#[derive(Default)]
+struct Tally {
+    /// Increments given out (to either phase or none).
+    n: usize,
+    /// Per phase, by `Phase as usize`.
+    phases: [PhaseTally; 2],
+    /// The uncertain increments' lowest and highest values, in the order
+    /// given out (either phase may own them).
+    los: Vec<f64>,
+    his: Vec<f64>,
+}
+
+/// One phase's increments, summed in the order given out.
+#[derive(Default)]
+struct PhaseTally {
+    count: u64,
+    /// Their values (point estimates).
     point: f64,
-    lo: f64,
-    hi: f64,
-    /// The bucket (`le`) the bucket deltas put it in, when they tell.
-    le: Option<f64>,
-    /// Its attribution could have gone to the other phase.
-    uncertain: bool,
+    /// The values of those given with certainty.
+    certain: f64,
+    uncertain: usize,
+    /// How many fell in each bucket (`le`, by its bits), first seen first.
+    per_le: Vec<(f64, f64)>,
+    /// One's bucket was not told by the bucket deltas.
+    le_unknown: bool,
+}
+
+impl PhaseTally {
+    fn add(&mut self, point: f64, le: Option<f64>, uncertain: bool) {
+        self.count += 1;
+        self.point += point;
+        if uncertain {
+            self.uncertain += 1;
+        } else {
+            self.certain += point;
+        }
+        let Some(le) = le else {
+            self.le_unknown = true;
+            return;
+        };
+        // An interval's increments come in bucket order: the last bucket
+        // first.
+        let found = (self.per_le.iter_mut().rev()).find(|x| x.0.to_bits() == le.to_bits());
+        match found {
+            Some(x) => x.1 += 1.0,
+            None => self.per_le.push((le, 1.0)),
+        }
+    }
 }
 
 /// Attributes each scrape interval's increments to requests, and gives the
@@ -210,7 +253,7 @@ pub struct ByObservation<'c> {
     /// Candidates that have become pending.
     next: usize,
     pending: Pending<'c>,
-    increments: Vec<Increment>,
+    tally: Tally,
     /// At most this many increments ([`increment_budget`]).
     budget: usize,
     ranges: Vec<(f64, f64, Option<f64>)>,
@@ -240,7 +283,7 @@ impl<'c> ByObservation<'c> {
             late_after,
             next: 0,
             pending: Pending::new(cands, slack),
-            increments: Vec::new(),
+            tally: Tally::default(),
             // One increment is held per observation: the count deltas are
             // input, so they are bounded by what the records could explain
             // (the fuzzers and a hand-edited `count: 1e300` both reach
@@ -283,7 +326,7 @@ impl<'c> ByObservation<'c> {
             return None;
         }
         let split = Split {
-            increments: &self.increments,
+            tally: &self.tally,
             is_hist: self.is_hist,
             les: match last.len() {
                 0 => Vec::new(),
@@ -312,7 +355,7 @@ impl<'c> ByObservation<'c> {
             return None;
         }
         let k = round_count(dc);
-        if k > self.budget - self.increments.len() {
+        if k > self.budget - self.tally.n {
             return None;
         }
         if k == 0 {
@@ -336,7 +379,7 @@ impl<'c> ByObservation<'c> {
         let uncertain = |i: Option<usize>| ambiguous || i.is_some_and(|i| i < floating);
         increment_ranges(pts, ia, k, dsum, &mut self.ranges);
         push_increments(
-            &mut self.increments,
+            &mut self.tally,
             &self.ranges,
             dsum / k as f64,
             &chosen,
@@ -352,7 +395,7 @@ impl<'c> ByObservation<'c> {
 /// choice was (`uncertain` of the candidate) or the interval holds both
 /// phases' requests.
 fn push_increments(
-    increments: &mut Vec<Increment>,
+    tally: &mut Tally,
     ranges: &[(f64, f64, Option<f64>)],
     point: f64,
     chosen: &[usize],
@@ -364,20 +407,21 @@ fn push_increments(
     let mixed_here = chosen.iter().any(|i| Some(phase_of(i)) != first);
     for (j, &(lo, hi, le)) in ranges.iter().enumerate() {
         let cand = chosen.get(j).copied();
-        increments.push(Increment {
-            phase: cand.map(|i| cands[i].phase),
-            point,
-            lo,
-            hi,
-            le,
-            uncertain: mixed_here || uncertain(cand),
-        });
+        let uncertain = mixed_here || uncertain(cand);
+        tally.n += 1;
+        if uncertain {
+            tally.los.push(lo);
+            tally.his.push(hi);
+        }
+        if let Some(i) = cand {
+            tally.phases[cands[i].phase as usize].add(point, le, uncertain);
+        }
     }
 }
 
-/// The increments attributed, to be summed up per phase.
+/// The increments attributed, summed per phase.
 struct Split<'a> {
-    increments: &'a [Increment],
+    tally: &'a Tally,
     is_hist: bool,
     /// The bucket bounds of the last scrape.
     les: Vec<f64>,
@@ -398,22 +442,13 @@ impl Split<'_> {
     /// One phase's count and sum (bounds where uncertain), and when exact
     /// (a histogram), its own buckets and the percentiles estimated from them.
     fn phase(&self, phase: Phase) -> Corrected {
-        let mine = self.increments.iter().filter(|x| x.phase == Some(phase));
-        let (mut count, mut point, mut certain, mut n_uncertain) = (0u64, 0.0, 0.0, 0usize);
-        for x in mine {
-            count += 1;
-            point += x.point;
-            if x.uncertain {
-                n_uncertain += 1;
-            } else {
-                certain += x.point;
-            }
-        }
+        let mine = &self.tally.phases[phase as usize];
+        let (count, point, certain, n_uncertain) =
+            (mine.count, mine.point, mine.certain, mine.uncertain);
         // The uncertain increments are a pool either phase may own: the
         // lowest and highest `n_uncertain` of them bound this phase's sum.
-        let pool = self.increments.iter().filter(|x| x.uncertain);
-        let mut los: Vec<f64> = pool.clone().map(|x| x.lo).collect();
-        let mut his: Vec<f64> = pool.map(|x| x.hi).collect();
+        let mut los = self.tally.los.clone();
+        let mut his = self.tally.his.clone();
         los.sort_by(f64::total_cmp);
         his.sort_by(|a, b| b.total_cmp(a));
         let low = certain + los.iter().take(n_uncertain).sum::<f64>();
@@ -448,10 +483,14 @@ impl Split<'_> {
     /// The phase's cumulative buckets from its increments' buckets; `None`
     /// when an increment's bucket is unknown or there is no `+Inf` bucket.
     fn buckets(&self, phase: Phase) -> Option<Vec<(f64, f64)>> {
+        let mine = &self.tally.phases[phase as usize];
+        if mine.le_unknown {
+            return None;
+        }
         let mut per_le: Vec<f64> = vec![0.0; self.les.len()];
-        for x in self.increments.iter().filter(|x| x.phase == Some(phase)) {
-            let i = self.les.iter().position(|le| Some(*le) == x.le)?;
-            per_le[i] += 1.0;
+        for &(le, n) in &mine.per_le {
+            let i = self.les.iter().position(|x| *x == le)?;
+            per_le[i] += n;
         }
         let mut cum = 0.0;
         let buckets: Vec<(f64, f64)> = self
@@ -615,6 +654,53 @@ mod tests {
             out.push((chosen, ambiguous, was_floating));
         }
         (out, pending.len())
+    }
+
+    #[test]
+    fn buckets_that_place_fewer_increments_than_the_count_give_no_buckets() {
+        use super::super::Point;
+        let point = |t: u64, count: f64, sum: f64| Point {
+            t,
+            line: t,
+            count,
+            sum: Some(sum),
+        };
+        // Two profiling requests, both on time in the interval (10, 20].
+        let cand = |event: u64| Candidate {
+            earliest: event,
+            event,
+            phase: Phase::Profiling,
+        };
+        let cands = [cand(12), cand(15)];
+        let split = |second_bucket: f64| {
+            // The count grew by two; the buckets (le 1, +Inf) by one, or
+            // by two.
+            let pts = Points::from_rows(
+                vec![point(10, 0.0, 0.0), point(20, 2.0, 1.5)],
+                vec![1.0, f64::INFINITY],
+                vec![0.0, 0.0, 1.0, second_bucket],
+            );
+            let mut by = ByObservation::new(&cands, Some(11), 0, None);
+            let first =
+                Points::from_rows(pts[..1].to_vec(), vec![1.0, f64::INFINITY], vec![0.0; 2]);
+            assert!(by.push(&first));
+            assert!(by.push(&pts));
+            by.finish(&pts).expect("a split")
+        };
+        let told = split(2.0);
+        assert_eq!(told.profiling.exactness, Exactness::Exact);
+        let buckets = told.profiling.buckets.expect("buckets");
+        let want = [(le_text(1.0), 1.0), (le_text(f64::INFINITY), 2.0)];
+        assert_eq!(buckets, want.into_iter().collect());
+        // One increment's bucket is not told: the count and sum stand, the
+        // buckets do not.
+        let untold = split(1.0);
+        assert_eq!(
+            (untold.profiling.count, untold.profiling.sum),
+            (2, Some(1.5))
+        );
+        assert_eq!(untold.profiling.buckets, None);
+        assert_eq!(untold.profiling.percentiles, None);
     }
 
     #[test]

@@ -366,6 +366,14 @@ fn warm<K>(scrapes: &ScrapesRead, ordered: &[(&Scrape, u64)], tracks: &[(Track<'
 }
 
 impl Points {
+    /// Points with their rows (`counts`: one row of `les.len()` per point),
+    /// for a unit test of what reads them.
+    #[cfg(test)]
+    pub(super) fn from_rows(pts: Vec<Point>, les: Vec<f64>, counts: Vec<f64>) -> Points {
+        assert_eq!(pts.len() * les.len(), counts.len());
+        Points { pts, les, counts }
+    }
+
     /// Keeps only the last point (and its row).
     fn keep_last(&mut self) {
         if let Some(n) = self.pts.len().checked_sub(1) {
