@@ -284,10 +284,10 @@ impl<'c> ByObservation<'c> {
             next: 0,
             pending: Pending::new(cands, slack),
             tally: Tally::default(),
-            // One increment is held per observation: the count deltas are
-            // input, so they are bounded by what the records could explain
-            // (the fuzzers and a hand-edited `count: 1e300` both reach
-            // here). Past the budget the split cannot be told per
+            // One increment is given out per observation: the count deltas
+            // are input, so they are bounded by what the records could
+            // explain (the fuzzers and a hand-edited `count: 1e300` both
+            // reach here). Past the budget the split cannot be told per
             // observation.
             budget: increment_budget(cands.len()),
             ranges: Vec::new(),
@@ -506,9 +506,10 @@ impl Split<'_> {
     }
 }
 
-/// How many increments [`ByObservation`] holds at most for `records`
+/// How many increments [`ByObservation`] gives out at most for `records`
 /// candidate requests: four per request plus a fixed allowance for foreign
-/// traffic (about 40 bytes each: 2.6 MB, plus 160 bytes a request).
+/// traffic. Each is work, and an uncertain one holds its value bounds (16
+/// bytes: at most 1 MB, plus 64 bytes a request).
 pub fn increment_budget(records: usize) -> usize {
     records.saturating_mul(4).saturating_add(1 << 16)
 }

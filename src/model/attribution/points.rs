@@ -309,6 +309,7 @@ impl<'s, K: Fn(&BTreeMap<String, String>) -> bool> Track<'s, K> {
             return false;
         }
         if self.lazy {
+            // A count that is not a number counts as moved.
             let moved = at
                 .checked_sub(1)
                 .is_some_and(|b| !(out.pts[b].count == out.pts[at].count));
