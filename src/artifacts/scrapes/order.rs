@@ -3,7 +3,8 @@
 //! answer's arrival, by send time) the one along which fewer cumulative
 //! series go down is the one the server's state followed.
 
-use super::rows::{flags_of, HAS_COUNT, HAS_VALUE};
+use super::rows::HAS_COUNT;
+use super::walk::{Counted, HAS_CUMULATIVE};
 use super::{Scrape, ScrapesRead};
 
 /// foldhash: the layouts' ids are small integers.
@@ -56,37 +57,19 @@ fn drops<'s>(read: &ScrapesRead, pairs: impl Iterator<Item = (&'s Scrape, &'s Sc
     let (typed, untyped) = growing(read);
     let keep = |id: u32| untyped || typed[id as usize];
     let a = read.store.cumulatives();
-    // Per layout: the positions of its kept cumulative quantities, as
-    // runs of consecutive rows.
-    let mut counted: HashMap<u32, Vec<(u32, u32)>> = HashMap::default();
+    // Only histograms (their counts) without types.
+    let wanted = if untyped { HAS_COUNT } else { HAS_CUMULATIVE };
+    // Per layout: the positions of its kept cumulative quantities.
+    let mut counted: HashMap<u32, Counted> = HashMap::default();
     let mut n = 0;
     for (x, y) in pairs {
         if x.layout == y.layout {
             // Every series at its position in both: a comparison of two
-            // columns of numbers (as `walk_series` compares them: a fall
+            // columns of numbers, as `walk_series` compares them (a fall
             // from an infinite value is none).
-            let runs = counted.entry(x.layout).or_insert_with(|| {
-                let layout = read.store.layout(x.layout);
-                let wanted = if untyped {
-                    HAS_COUNT
-                } else {
-                    HAS_COUNT | HAS_VALUE
-                };
-                super::walk::runs(
-                    (layout.groups.iter().filter(|g| keep(g.0)))
-                        .flat_map(|g| g.1..g.2)
-                        .filter(|k| flags_of(layout.rows[*k as usize]) & wanted != 0),
-                )
-            });
-            let (x0, y0) = (x.first_row as usize, y.first_row as usize);
-            for &(k0, len) in runs.iter() {
-                let (k0, len) = (k0 as usize, len as usize);
-                let (before, now) = (&a[x0 + k0..][..len], &a[y0 + k0..][..len]);
-                // Summed without a branch per pair.
-                n += (before.iter().zip(now))
-                    .map(|(&p, &v)| usize::from(v < p && p.is_finite()))
-                    .sum::<usize>();
-            }
+            let c = (counted.entry(x.layout))
+                .or_insert_with(|| Counted::of(read.store.layout(x.layout), &keep, wanted));
+            n += c.count_falls(a, (y.first_row as usize, x.first_row as usize), 0.0);
             continue;
         }
         n += walked_falls(read, x, y, keep, untyped);

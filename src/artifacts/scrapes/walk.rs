@@ -44,7 +44,8 @@ impl ScrapesRead {
             match (prev, fall) {
                 (Some(p), None) if p.layout == s.layout => {}
                 (Some(p), Some(fall)) if p.layout == s.layout => {
-                    let c = (counted.entry(s.layout)).or_insert_with(|| Counted::of(layout, &keep));
+                    let c = (counted.entry(s.layout))
+                        .or_insert_with(|| Counted::of(layout, &keep, HAS_CUMULATIVE));
                     let (now, before) = (s.first_row as usize, p.first_row as usize);
                     c.falls(a, (now, before), fall, |k, family| {
                         let tag = layout.rows[k];
@@ -93,25 +94,23 @@ impl ScrapesRead {
     }
 }
 
-/// A layout's positions that [`ScrapesRead::walk_series`] compares: runs
-/// of consecutive rows (first row, length), and the family of each
-/// position, in the runs' order.
-struct Counted {
+/// A layout's positions that [`ScrapesRead::walk_series`] and the state
+/// order compare: runs of consecutive rows (first row, length), and the
+/// family of each position, in the runs' order.
+pub(super) struct Counted {
     runs: Vec<(u32, u32)>,
     families: Vec<u32>,
 }
 
 impl Counted {
     /// The positions of `layout`'s samples of the families `keep` accepts
-    /// that have a cumulative quantity.
-    fn of(layout: &Layout, keep: &impl Fn(u32) -> bool) -> Counted {
+    /// that have one of the numbers `wanted` (position flags: a cumulative
+    /// quantity is a count or a value, [`HAS_CUMULATIVE`]).
+    pub(super) fn of(layout: &Layout, keep: &impl Fn(u32) -> bool, wanted: u32) -> Counted {
         let mut families = Vec::new();
         let positions = (layout.groups.iter().filter(|g| keep(g.0)))
             .flat_map(|g| (g.1..g.2).map(move |k| (k, g.0)))
-            .filter(|&(k, _)| {
-                let f = rows::flags_of(layout.rows[k as usize]);
-                f & (rows::HAS_COUNT | rows::HAS_VALUE) != 0
-            })
+            .filter(|&(k, _)| rows::flags_of(layout.rows[k as usize]) & wanted != 0)
             .map(|(k, family)| {
                 families.push(family);
                 k
@@ -146,12 +145,30 @@ impl Counted {
             at += len;
         }
     }
+
+    /// How many positions [`fell`] from the scrape whose rows start at
+    /// `before` of column `a` to the one at `now`: every pair compared,
+    /// without a branch per pair.
+    pub(super) fn count_falls(&self, a: &[f64], (now, before): (usize, usize), fall: f64) -> usize {
+        let mut n = 0;
+        for &(k0, len) in &self.runs {
+            let (k0, len) = (k0 as usize, len as usize);
+            let (nv, bv) = (&a[now + k0..][..len], &a[before + k0..][..len]);
+            n += (nv.iter().zip(bv))
+                .map(|(&v, &b)| usize::from(fell(v, b, fall)))
+                .sum::<usize>();
+        }
+        n
+    }
 }
+
+/// The position flags of a cumulative quantity: a count or a value.
+pub(super) const HAS_CUMULATIVE: u32 = rows::HAS_COUNT | rows::HAS_VALUE;
 
 /// Ascending positions as runs of consecutive ones, (first, length): a run
 /// is compared as two slices of the numbers column, without a lookup of
 /// each position in a list.
-pub(super) fn runs(positions: impl IntoIterator<Item = u32>) -> Vec<(u32, u32)> {
+fn runs(positions: impl IntoIterator<Item = u32>) -> Vec<(u32, u32)> {
     let mut out: Vec<(u32, u32)> = Vec::new();
     for k in positions {
         match out.last_mut() {
