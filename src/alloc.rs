@@ -18,6 +18,12 @@
 //!
 //! Nothing changes for small allocations, nor on other systems. Memory use
 //! grows by at most one partly used 2 MiB page per large allocation.
+//!
+//! It also asks glibc's malloc to keep freed memory for reuse
+//! ([`keep_freed_memory`]): what the load, the model and a check free, the
+//! checks after them reuse, where glibc had unmapped it and mapped fresh
+//! memory again, a page fault per 4 KiB. `ARTIFACT_CHECK_REUSE_MEMORY=off`
+//! leaves malloc as it is.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,15 +43,66 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 /// (anything else, or unset: detect).
 pub const ENV: &str = "ARTIFACT_CHECK_HUGE_PAGES";
 
+/// The environment variable that turns [`keep_freed_memory`] off: `off`
+/// (anything else, or unset: on).
+pub const REUSE_ENV: &str = "ARTIFACT_CHECK_REUSE_MEMORY";
+
 /// Decides whether to advise huge pages, from [`ENV`] or, by default, from
-/// the machine ([`reports_free_pages`]). Call once, early in `main` (it
-/// reads a few small files, so not from the allocator).
+/// the machine ([`reports_free_pages`]), and keeps freed memory for reuse
+/// unless [`REUSE_ENV`] says `off`. Call once, early in `main` (it reads a
+/// few small files, so not from the allocator).
 pub fn configure() {
     set_enabled(match std::env::var(ENV).as_deref() {
         Ok("on") => true,
         Ok("off") => false,
         _ => !reports_free_pages(),
     });
+    if std::env::var(REUSE_ENV).as_deref() != Ok("off") {
+        keep_freed_memory();
+    }
+}
+
+/// Blocks up to this size come from malloc's heaps, where a freed one is
+/// reused, instead of each being a fresh mapping: glibc's ceiling for its
+/// `M_MMAP_THRESHOLD` on 64-bit targets (a larger value is refused).
+pub const REUSED_UP_TO: usize = 32 << 20;
+
+/// Free memory at the top of a heap that malloc keeps for reuse before it
+/// gives it back to the system (`M_TRIM_THRESHOLD`).
+pub const KEPT_FREE: usize = 64 << 20;
+
+/// Asks glibc's malloc to serve blocks up to [`REUSED_UP_TO`] from its
+/// heaps and to keep up to [`KEPT_FREE`] of freed memory: whether it took
+/// both (`false` on other systems, where nothing changes).
+///
+/// By default glibc maps every block of 128 KiB or more on its own and
+/// unmaps it when freed, raising that threshold only to the largest block
+/// freed so far. The checks' columns (a few MB per metric) were then mostly
+/// fresh mappings, a page fault per 4 KiB, while memory freed earlier in
+/// the run lay unused or was given back. The records of a gigabyte run
+/// (100 MB) stay a mapping of their own. Peak memory grows by what the
+/// heaps keep (docs/performance.md).
+pub fn keep_freed_memory() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let (Ok(up_to), Ok(kept)) = (
+            libc::c_int::try_from(REUSED_UP_TO),
+            libc::c_int::try_from(KEPT_FREE),
+        ) else {
+            return false;
+        };
+        // SAFETY: `mallopt` only sets malloc's tuning parameters (under
+        // malloc's own lock); no memory is touched. An out-of-range value
+        // is refused (0), not applied.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, up_to) == 1
+                && libc::mallopt(libc::M_TRIM_THRESHOLD, kept) == 1
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
 }
 
 /// Turns the advice on or off.
@@ -227,6 +284,52 @@ mod tests {
         let off = with_layout(3 * LARGE, advised);
         set_enabled(true);
         assert!(!off, "a large allocation with the advice turned off");
+    }
+
+    /// Bytes malloc holds in blocks mapped on their own.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn mapped_bytes() -> usize {
+        // SAFETY: `mallinfo2` only reads malloc's statistics.
+        unsafe { libc::mallinfo2() }.hblkhd
+    }
+
+    /// Run alone in a child process (malloc's settings are the process's:
+    /// the huge-page test above must not get reused blocks): before
+    /// [`keep_freed_memory`] an 8 MiB block is a mapping of its own, after
+    /// it a 24 MiB one is not (glibc's own threshold, raised by the freed
+    /// 8 MiB, would have mapped it).
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn kept_freed_memory_serves_blocks_up_to_its_threshold_from_the_heap() {
+        const CHILD: &str = "ARTIFACT_CHECK_ALLOC_TEST_CHILD";
+        let name =
+            "alloc::tests::kept_freed_memory_serves_blocks_up_to_its_threshold_from_the_heap";
+        if std::env::var_os(CHILD).is_none() {
+            let exe = std::env::current_exe().unwrap();
+            let out = std::process::Command::new(exe)
+                .args(["--exact", name, "--test-threads", "1", "--nocapture"])
+                .env(CHILD, "1")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "the child failed:\n{text}");
+            assert!(text.contains("1 passed"), "the child ran no test:\n{text}");
+            return;
+        }
+        let mapped_while_held = |size: usize| {
+            let before = mapped_bytes();
+            let v: Vec<u8> = vec![1; size];
+            let during = mapped_bytes();
+            std::hint::black_box(&v);
+            during.saturating_sub(before) >= size
+        };
+        assert!(mapped_while_held(8 << 20), "glibc's default maps 8 MiB");
+        assert!(keep_freed_memory(), "glibc refused the settings");
+        assert!(!mapped_while_held(24 << 20), "24 MiB from the heap");
+        assert!(
+            mapped_while_held(REUSED_UP_TO + (1 << 20)),
+            "above it, mapped"
+        );
     }
 
     #[test]

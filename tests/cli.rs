@@ -242,23 +242,25 @@ fn no_colour_when_not_a_terminal() {
     assert!(!stdout.contains('\u{1b}'));
 }
 
-/// The huge-page advice (src/alloc.rs) changes how memory is backed, never
-/// a result: with it forced on and forced off, a run large enough for its
-/// record vector to be advised (the cold-tls records repeated to 20,000)
-/// gets the same report.
+/// The huge-page advice and the reuse of freed memory (src/alloc.rs) change
+/// how memory is backed, never a result: with either forced on and forced
+/// off, a run large enough for its record vector to be advised and its
+/// columns to be reused (the cold-tls records repeated to 20,000) gets the
+/// same report.
 #[test]
-fn huge_pages_on_or_off_give_the_same_report() {
+fn huge_pages_or_memory_reuse_on_or_off_give_the_same_report() {
     let (_dir, run) = copy_run("cold-tls");
     let lines = fs::read_to_string(run.join("profile_export.jsonl")).expect("records");
     let per_copy = lines.lines().count();
     let big = lines.repeat(20_000usize.div_ceil(per_copy));
     fs::write(run.join("profile_export.jsonl"), big).expect("write");
-    let report = |setting: &str| {
+    let report = |huge: &str, reuse: &str| {
         let out = assert_cmd::Command::cargo_bin("artifact-check")
             .expect("binary builds")
             .args(["--format", "json"])
             .arg(&run)
-            .env("ARTIFACT_CHECK_HUGE_PAGES", setting)
+            .env("ARTIFACT_CHECK_HUGE_PAGES", huge)
+            .env("ARTIFACT_CHECK_REUSE_MEMORY", reuse)
             .output()
             .expect("binary runs");
         (
@@ -266,9 +268,11 @@ fn huge_pages_on_or_off_give_the_same_report() {
             out.status.code(),
         )
     };
-    let (on, off) = (report("on"), report("off"));
+    let on = report("on", "on");
     assert!(on.0.contains("\"records_parsed\""), "a report: {}", on.0);
-    assert_eq!(on, off);
+    assert_eq!(on, report("off", "on"));
+    assert_eq!(on, report("on", "off"));
+    assert_eq!(on, report("off", "off"));
 }
 
 /// A report's size follows its findings, not the records: the cold-tls
