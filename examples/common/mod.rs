@@ -1,6 +1,6 @@
 //! What the timing examples share, so each measures what the binary does:
-//! the binary's allocator (huge pages decided as the binary decides them,
-//! `alloc::configure`) and `out!`.
+//! the binary's allocator (huge pages decided, and malloc told to keep
+//! freed memory, as the binary does: `alloc::configure`) and `out!`.
 
 #[allow(unsafe_code, dead_code)]
 #[path = "../../src/alloc.rs"]
