@@ -69,6 +69,25 @@ pub struct Builder<'a> {
     slack_ns: u64,
     /// The version, when it writes no warmup records ([`Evidence::no_split`]).
     unrecorded_warmup: Option<String>,
+    /// Per endpoint: where AIPerf's phase deltas start and end in its raw
+    /// scrapes, found on first use: every observer of the endpoint shares
+    /// them, and finding them walks its scrapes (once per observer before,
+    /// each time listing every endpoint's: 4-5 ms of the phase check on a
+    /// 1.18 GB file of twelve observers, docs/performance.md).
+    ends: std::cell::RefCell<BTreeMap<String, Ends>>,
+}
+
+/// Where AIPerf's phase deltas start and end in one endpoint's raw scrapes
+/// (all `None` without any).
+#[derive(Debug, Clone, Copy, Default)]
+struct Ends {
+    /// The profiling baseline ([`Builder::baseline`]).
+    baseline: Option<(u64, u64)>,
+    /// Whether the baseline was answered out of order.
+    out_of_order: bool,
+    /// AIPerf's end-of-warmup scrape ([`warmup_end`]; `None` without a
+    /// warmup window too).
+    warmup_end: Option<(u64, u64)>,
 }
 
 /// The earliest and latest time a request's observation at `at` can be
@@ -95,10 +114,7 @@ fn latest_state(s: &Scrape, state: u64) -> u64 {
 }
 
 /// Whether the scrape at `line` was answered after a scrape sent after it.
-fn answered_out_of_order(scrapes: Option<&[(&Scrape, u64)]>, line: u64) -> bool {
-    let Some(list) = scrapes else {
-        return false;
-    };
+fn answered_out_of_order(list: &[(&Scrape, u64)], line: u64) -> bool {
     let Some((me, _)) = list.iter().find(|(s, _)| s.line == line) else {
         return false;
     };
@@ -108,6 +124,24 @@ fn answered_out_of_order(scrapes: Option<&[(&Scrape, u64)]>, line: u64) -> bool 
     list.iter().any(|(s, _)| {
         s.request_sent_ns.is_some_and(|x| x > sent) && s.timestamp_ns < me.timestamp_ns
     })
+}
+
+/// AIPerf's end-of-warmup scrape: the last stored with the warmup tag
+/// (0.12 on: the warmup delta ends there, whenever it was answered), else
+/// the last answered by warmup's end `we`; its line and the latest its
+/// state can be.
+fn warmup_end(we: u64, list: &[(&Scrape, u64)]) -> Option<(u64, u64)> {
+    let tagged = list
+        .iter()
+        .filter(|(s, _)| s.phase == ScrapePhase::Warmup)
+        .max_by_key(|(s, _)| s.line);
+    tagged
+        .or_else(|| {
+            list.iter()
+                .filter(|(s, _)| s.timestamp_ns <= we)
+                .max_by_key(|(s, _)| s.timestamp_ns)
+        })
+        .map(|(s, t)| (s.line, latest_state(s, *t)))
 }
 
 fn ms(a: u64, b: u64) -> f64 {
@@ -146,6 +180,7 @@ impl Evidence {
             exp_w,
             slack_ns,
             unrecorded_warmup,
+            ends: Default::default(),
         }
     }
 }
@@ -175,12 +210,23 @@ impl Builder<'_> {
         Some(n as u64)
     }
 
-    /// The observer's endpoint's scrapes in state order, with their state
-    /// times.
-    fn scrapes_of(&self, o: &Observer) -> Option<Vec<(&Scrape, u64)>> {
-        let ep = o.endpoint.as_deref()?;
-        let by_ep = self.scrapes?.by_endpoint();
-        by_ep.get(ep).cloned()
+    /// Where the phase deltas of the observer's endpoint start and end in
+    /// its raw scrapes (profiling starting at `ps`, warmup ending at `we`).
+    fn ends_of(&self, o: &Observer, ps: u64, we: Option<u64>) -> Ends {
+        let (Some(ep), Some(sc)) = (o.endpoint.as_deref(), self.scrapes) else {
+            return Ends::default();
+        };
+        let mut memo = self.ends.borrow_mut();
+        let ends = memo.entry(ep.to_string()).or_insert_with(|| {
+            let list = sc.of_endpoint(ep);
+            let baseline = Self::baseline(ps, &list);
+            Ends {
+                baseline,
+                out_of_order: baseline.is_some_and(|(line, _)| answered_out_of_order(&list, line)),
+                warmup_end: we.and_then(|we| warmup_end(we, &list)),
+            }
+        });
+        *ends
     }
 
     /// The evidence of one observer of `f`.
@@ -188,19 +234,16 @@ impl Builder<'_> {
         let Some(p) = self.server.window("profiling") else {
             return Evidence::default();
         };
-        let scrapes = self.scrapes_of(o);
-        let baseline = self.baseline(p.start_ns, scrapes.as_deref());
+        let we = self.server.window("warmup").map(|w| w.end_ns);
+        let ends = self.ends_of(o, p.start_ns, we);
+        let baseline = ends.baseline;
         Evidence {
             warmup_total: self.exp_w.map(|e| e.min as f64),
             no_split: self.unrecorded_warmup.clone(),
-            baseline_out_of_order: baseline
-                .is_some_and(|(line, _)| answered_out_of_order(scrapes.as_deref(), line)),
+            baseline_out_of_order: ends.out_of_order,
             baseline_line: baseline.map(|b| b.0),
             absorbed: self.absorbed(f, o, at, p.start_ns, baseline),
-            double: self
-                .server
-                .window("warmup")
-                .and_then(|w| self.double(at, p.start_ns, w.end_ns, scrapes.as_deref())),
+            double: we.and_then(|we| self.double(at, p.start_ns, we, ends.warmup_end)),
         }
     }
 
@@ -282,8 +325,7 @@ impl Builder<'_> {
     /// phase tags, the scrape stored just before the first one tagged
     /// profiling; otherwise the last answered before profiling started.
     /// With its line and the earliest its state can be.
-    fn baseline(&self, ps: u64, scrapes: Option<&[(&Scrape, u64)]>) -> Option<(u64, u64)> {
-        let list = scrapes?;
+    fn baseline(ps: u64, list: &[(&Scrape, u64)]) -> Option<(u64, u64)> {
         let first_tagged = (list.iter())
             .filter(|(s, _)| s.phase == ScrapePhase::Profiling)
             .map(|(s, _)| s.line)
@@ -302,31 +344,15 @@ impl Builder<'_> {
         }
     }
 
-    /// The profiling observations by AIPerf's end-of-warmup scrape: the
-    /// last stored with the warmup tag, else the last answered by warmup's
-    /// end (else the window's end), at the latest its state can be.
+    /// The profiling observations by AIPerf's end-of-warmup scrape (`end`,
+    /// [`warmup_end`]), else by warmup's end `we`.
     fn double(
         &self,
         at: ObservedAt,
         ps: u64,
         we: u64,
-        scrapes: Option<&[(&Scrape, u64)]>,
+        end: Option<(u64, u64)>,
     ) -> Option<(u64, String)> {
-        // With phase tags (0.12 on) AIPerf's warmup delta ends at the last
-        // scrape stored with the warmup tag, whenever it was answered.
-        let end = scrapes.and_then(|list| {
-            let tagged = list
-                .iter()
-                .filter(|(s, _)| s.phase == ScrapePhase::Warmup)
-                .max_by_key(|(s, _)| s.line);
-            tagged
-                .or_else(|| {
-                    list.iter()
-                        .filter(|(s, _)| s.timestamp_ns <= we)
-                        .max_by_key(|(s, _)| s.timestamp_ns)
-                })
-                .map(|(s, t)| (s.line, latest_state(s, *t)))
-        });
         let (t, what) = match end {
             Some((line, t)) => (
                 t,
