@@ -568,6 +568,9 @@ impl Store {
         for x in aux.iter().step_by(16) {
             seen ^= u64::from(*x);
         }
+        // The last rows' lines too, where the steps fell short of them.
+        seen ^= a.last().map_or(0, |x| x.to_bits());
+        seen ^= aux.last().map_or(0, |x| u64::from(*x));
         let first_record = aux.iter().find(|&&x| x != NONE);
         let last_record = aux.iter().rev().find(|&&x| x != NONE);
         let records = first_record.zip(last_record);
