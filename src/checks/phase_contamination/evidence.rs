@@ -315,9 +315,8 @@ impl Builder<'_> {
     /// scrape of its endpoint to the scrape at `line`.
     fn counted_by(&self, f: &Found, o: &Observer, line: u64) -> Option<u64> {
         let ep = o.endpoint.as_deref()?;
-        let pts = attribution::cumulative(self.scrapes?, ep, &f.name, |l| o.contains(ep, l));
-        let first = pts.first()?.count;
-        let at = pts.iter().find(|p| p.line == line)?.count;
+        let keep = |l: &_| o.contains(ep, l);
+        let (first, at) = attribution::counts_to(self.scrapes?, ep, &f.name, keep, line)?;
         Some((at - first).max(0.0).round() as u64)
     }
 

@@ -195,6 +195,35 @@ pub fn each_point(
         .collect()
 }
 
+/// [`cumulative`]'s count at its first point and at the point of the scrape
+/// at `line`, from a walk that ends there (a baseline near the run's start:
+/// a whole series walked per observer cost the phase check more than its
+/// repairs on a run of AIPerf 0.11, docs/performance.md, 2026-12-07, ninth
+/// session). `None` without a point at `line`.
+pub fn counts_to(
+    scrapes: &ScrapesRead,
+    endpoint: &str,
+    family: &str,
+    keep: impl Fn(&BTreeMap<String, String>) -> bool,
+    line: u64,
+) -> Option<(f64, f64)> {
+    let (mut first, mut at) = (None, None);
+    each_point(
+        scrapes,
+        endpoint,
+        &[family],
+        |_, l| keep(l),
+        |_, pts| {
+            if let Some(p) = pts.last() {
+                first.get_or_insert(p.count);
+                at = (p.line == line).then_some(p.count);
+            }
+            at.is_none()
+        },
+    );
+    Some((first?, at?))
+}
+
 /// How many points of each family [`each_point`] holds at most: its sink
 /// needs only the last two, but cutting the older ones back after every
 /// point cost two copies per point (the point and its row, a call to
@@ -208,7 +237,7 @@ pub const HELD: usize = 32;
 /// track still wanted (`true`), read ahead [`WARM_SCRAPES`] scrapes at a
 /// time; after each point of track `k`, `sink(k, its points)` says whether
 /// it is still wanted, and a track holding `hold` points keeps only its
-/// last.
+/// last. Ends early once no track is wanted.
 fn walk<'s, K: Fn(&BTreeMap<String, String>) -> bool>(
     scrapes: &'s ScrapesRead,
     ordered: &[(&'s Scrape, u64)],
@@ -218,6 +247,10 @@ fn walk<'s, K: Fn(&BTreeMap<String, String>) -> bool>(
 ) {
     for (i, &(s, t)) in ordered.iter().enumerate() {
         if i % WARM_SCRAPES == 0 {
+            if !tracks.iter().any(|x| x.1) {
+                // No track wanted: the rest would change nothing.
+                break;
+            }
             warm(scrapes, &ordered[i..], tracks);
         }
         for (k, (track, wanted)) in tracks.iter_mut().enumerate().filter(|x| x.1 .1) {
@@ -745,6 +778,41 @@ mod walk_tests {
     }
 
     #[test]
+    fn counts_to_a_line_are_the_whole_series_counts() {
+        let (mut asked, mut found) = (0, 0);
+        for dir in runs_with_scrapes() {
+            let run = crate::artifacts::load(&dir);
+            let Some(sc) = run.scrapes.as_ref() else {
+                continue;
+            };
+            let names: Vec<&str> = (0..sc.family_count() as u32)
+                .map(|id| sc.family_name(id))
+                .collect();
+            for (ep, scrapes) in sc.by_endpoint() {
+                // Every scrape's line, and one no scrape has.
+                let lines = (scrapes.iter().map(|(s, _)| s.line)).chain([u64::MAX]);
+                let lines: Vec<u64> = lines.collect();
+                for (k, name) in names.iter().enumerate() {
+                    let alone = cumulative(sc, ep, name, |l| keep(k, l));
+                    for &line in lines.iter().step_by(7).chain(lines.last()) {
+                        let want = alone.first().zip(alone.iter().find(|p| p.line == line));
+                        let want = want.map(|(a, b)| (a.count, b.count));
+                        let got = counts_to(sc, ep, name, |l| keep(k, l), line);
+                        let bits =
+                            |x: Option<(f64, f64)>| x.map(|(a, b)| (a.to_bits(), b.to_bits()));
+                        let here = format!("{} {ep} {name} line {line}", dir.display());
+                        assert_eq!(bits(got), bits(want), "{here}");
+                        asked += 1;
+                        found += usize::from(want.is_some());
+                    }
+                }
+            }
+        }
+        // Lines with a point and lines without one are both met.
+        assert!(found > 1000 && asked - found > 100, "{asked} {found}");
+    }
+
+    #[test]
     fn a_family_the_sink_refuses_is_not_walked_further() {
         let dir = runs_with_scrapes().into_iter().next().expect("a run");
         let run = crate::artifacts::load(&dir);
@@ -759,16 +827,29 @@ mod walk_tests {
             .map(|id| sc.family_name(id))
             .collect();
         let mut calls = vec![0; names.len()];
-        each_point(
+        let mut refused_at = vec![None; names.len()];
+        let last = each_point(
             sc,
             &ep,
             &names,
             |_, _| true,
-            |k, _| {
+            |k, pts| {
                 calls[k] += 1;
-                k != 0 && calls[k] < 3
+                let wanted = k != 0 && calls[k] < 3;
+                if !wanted {
+                    refused_at[k] = pts.last().map(|p| p.line);
+                }
+                wanted
             },
         );
+        // Each refused family's last point is the one its sink refused at
+        // (the walk ends once every family is refused).
+        for (pts, refused) in last.iter().zip(&refused_at) {
+            if refused.is_some() {
+                assert_eq!(pts.last().map(|p| p.line), *refused);
+            }
+        }
+        assert!(refused_at.iter().filter(|x| x.is_some()).count() > 1);
         assert_eq!(calls[0], 1);
         assert!(calls[1..].iter().all(|&n| n <= 3), "{calls:?}");
         assert!(calls.contains(&3), "{calls:?}");
