@@ -264,6 +264,92 @@ fn a_100k_request_page_is_binned_and_under_5_mb() {
     }
 }
 
+/// A raw-scrape run of 2,460 scrapes: 123 copies of the 0.13.0
+/// late-warmup fixture (real AIPerf output) laid end to end by
+/// `benches/make_scrapes.py`.
+fn long_scrape_run(dir: &Path) -> Option<PathBuf> {
+    let python = match test_python(&["json"]) {
+        Ok(p) => p,
+        Err(why) => {
+            missing_tool(&why);
+            return None;
+        }
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let run = dir.join("long");
+    let out = Command::new(python)
+        .arg(root.join("benches/make_scrapes.py"))
+        .arg(root.join("fixtures/aiperf-versions/0.13.0/late-warmup"))
+        .arg(&run)
+        .arg("16")
+        .output()
+        .expect("make_scrapes.py runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(run)
+}
+
+#[test]
+fn a_long_raw_scrape_run_s_intervals_are_binned_and_every_one_counted() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let Some(run) = long_scrape_run(t.path()) else {
+        return;
+    };
+    let page = t.path().join("long.html");
+    html_of(&[&run], &page);
+    let html = fs::read_to_string(&page).expect("page");
+    // One element per scrape and interval made pages of 10^8 bytes.
+    assert!(html.len() < 1_000_000, "{} bytes", html.len());
+    assert!(count(&html, "<line class=\"scrape\"") <= 2 * 1000 + 1);
+    let mut metrics = 0;
+    for part in html.split("data-metric=\"").skip(1) {
+        let heading = &part[..part.find("</h3>").expect("heading")];
+        // "N misattributed interval(s), binned: X intervals summed in Y bins"
+        let words: Vec<&str> = heading.split_whitespace().collect();
+        let at = |w: &str| words.iter().position(|x| *x == w).expect(w);
+        let num = |i: usize| {
+            words[i]
+                .trim_end_matches(',')
+                .parse::<usize>()
+                .expect("a number")
+        };
+        let misattributed = num(at("misattributed") - 1);
+        let (shown, bins) = (num(at("binned:") + 1), num(at("bins") - 1));
+        assert!(shown > 2000 && bins <= 400, "{heading}");
+        // Each bin's title counts its intervals and its misattributed ones:
+        // together, the heading's.
+        let svg = &part[..part.find("</svg>").expect("its intervals")];
+        let titles: Vec<&str> = (svg.split("<title>").skip(1))
+            .map(|x| &x[..x.find("</title>").expect("title end")])
+            .collect();
+        assert_eq!(titles.len(), bins, "{heading}");
+        let field = |title: &str, after: &str| -> usize {
+            let w: Vec<&str> = title.split_whitespace().collect();
+            let i = w
+                .windows(2)
+                .position(|p| p[1].starts_with(after))
+                .expect(after);
+            w[i].parse().expect("a count")
+        };
+        let summed: usize = titles.iter().map(|x| field(x, "scrape")).sum();
+        assert_eq!(summed, shown, "{heading}");
+        let marked: usize = titles.iter().map(|x| field(x, "misattributed")).sum();
+        assert_eq!(marked, misattributed, "{heading}");
+        let flagged = titles
+            .iter()
+            .filter(|x| field(x, "misattributed") > 0)
+            .count();
+        assert_eq!(count(svg, "data-misattributed=\"1\""), flagged);
+        // Every copy of the fixture holds its late warmup observation.
+        assert!(misattributed >= 100, "{heading}");
+        metrics += 1;
+    }
+    assert!(metrics >= 1);
+}
+
 /// The successful profiling records of a run's `profile_export.jsonl` with
 /// a positive TTFT, and how many of them the tool's documented rule calls
 /// warm (connection reused, DNS and connect at most 1 ms: docs/checks.md),

@@ -6,11 +6,14 @@
 
 use serde::Serialize;
 
-use crate::results::timeline::{Phase, Temperature, Timeline};
+use crate::results::timeline::{Interval, Phase, Temperature, Timeline};
 
 /// Width of every time axis (SVG units).
 pub const WIDTH: f64 = 1000.0;
-/// More requests than this, or more lanes than [`MAX_LANES`], are binned.
+/// More requests than this, or more lanes than [`MAX_LANES`], are binned;
+/// so are a metric's scrape intervals and an endpoint's scrape ticks past
+/// it (a gigabyte of raw scrapes holds 10^5 of each: one element apiece
+/// made a page of 10^8 bytes).
 pub const MAX_BARS: usize = 2000;
 /// Most lanes drawn one bar per request.
 pub const MAX_LANES: usize = 96;
@@ -74,7 +77,8 @@ pub struct IntervalView {
     title: String,
 }
 
-/// A metric's intervals.
+/// A metric's intervals (binned past [`MAX_BARS`]: each view then sums
+/// the intervals that start in its bin).
 #[derive(Debug, Serialize)]
 pub struct MetricView {
     anchor: String,
@@ -82,6 +86,11 @@ pub struct MetricView {
     endpoint: String,
     observed_at: &'static str,
     intervals: Vec<IntervalView>,
+    /// Intervals drawn (in the time range).
+    shown: usize,
+    /// Whether `intervals` are bins.
+    binned: bool,
+    /// Misattributed intervals (not bins).
     misattributed: usize,
     height: f64,
 }
@@ -190,11 +199,7 @@ pub fn view(tl: &Timeline, run_anchor: &str) -> Option<TimelineView> {
         .map(|(i, (ep, ts))| ScrapeRow {
             endpoint: super::text(ep),
             y: top + i as f64 * 12.0,
-            ticks: ts
-                .iter()
-                .filter(|&&t| t >= t0 && t <= t1)
-                .map(|&t| sc.x(t))
-                .collect(),
+            ticks: ticks(ts.iter().filter(|&&t| t >= t0 && t <= t1).map(|&t| sc.x(t))),
         })
         .collect();
     let height = top + scrape_rows.len() as f64 * 12.0 + 24.0;
@@ -226,6 +231,19 @@ pub fn view(tl: &Timeline, run_anchor: &str) -> Option<TimelineView> {
         axis,
         metrics,
     })
+}
+
+/// Scrape ticks at `xs`: every one, or past [`MAX_BARS`] one per half
+/// unit of the axis that has any (the row looks the same: ticks closer
+/// than that overlap).
+fn ticks(xs: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut all: Vec<f64> = xs.collect();
+    if all.len() > MAX_BARS {
+        all = all.into_iter().map(|x| (x * 2.0).round() / 2.0).collect();
+        all.sort_unstable_by(f64::total_cmp);
+        all.dedup();
+    }
+    all
 }
 
 fn range_text(sc: &Scale, r: Option<(u64, u64)>) -> String {
@@ -339,43 +357,33 @@ fn binned_view(tl: &Timeline, sc: &Scale) -> (Vec<BinView>, f64) {
 }
 
 fn metric_view(m: &crate::results::timeline::MetricIntervals, sc: &Scale, run: &str) -> MetricView {
-    let peak = m
-        .intervals
-        .iter()
-        .map(|i| {
-            i.increment
-                .max(f64::from(i.warmup_events + i.profiling_events))
-        })
-        .fold(1.0, f64::max);
     let h = 40.0;
     // Only the intervals that overlap the drawn range (an interval from a
     // scrape long before the first request is drawn from the range's start).
     let end = sc.t0 + sc.span as u64;
-    let intervals: Vec<IntervalView> = m
-        .intervals
-        .iter()
+    let shown: Vec<&Interval> = (m.intervals.iter())
         .filter(|i| i.to_ns >= sc.t0 && i.from_ns <= end)
-        .map(|i| IntervalView {
-            x: sc.x(i.from_ns),
-            w: sc.w(i.from_ns, i.to_ns),
-            inc_h: i.increment / peak * h,
-            events_h: f64::from(i.warmup_events + i.profiling_events) / peak * h,
-            misattributed: i.misattributed,
-            title: format!(
-                "{:.3}-{:.3} s: +{} observation(s) counted in {}; the requests explain {} warmup \
-                 and {} profiling{}",
-                sc.secs(i.from_ns),
-                sc.secs(i.to_ns),
-                i.increment,
-                i.counted_in.as_str(),
-                i.warmup_events,
-                i.profiling_events,
-                if i.misattributed {
-                    ": misattributed"
-                } else {
-                    ""
-                }
-            ),
+        .collect();
+    let binned = shown.len() > MAX_BARS;
+    let sums = if binned {
+        interval_bins(&shown, sc)
+    } else {
+        shown.iter().map(|i| IntervalSum::of(i, sc)).collect()
+    };
+    let peak = (sums.iter())
+        .map(|b| {
+            b.increment
+                .max(f64::from(b.warmup_events + b.profiling_events))
+        })
+        .fold(1.0, f64::max);
+    let intervals = (sums.iter())
+        .map(|b| IntervalView {
+            x: b.x,
+            w: b.w,
+            inc_h: b.increment / peak * h,
+            events_h: f64::from(b.warmup_events + b.profiling_events) / peak * h,
+            misattributed: b.misattributed > 0,
+            title: b.title(sc, binned),
         })
         .collect();
     MetricView {
@@ -383,10 +391,121 @@ fn metric_view(m: &crate::results::timeline::MetricIntervals, sc: &Scale, run: &
         metric: super::text(&m.metric),
         endpoint: super::text(&m.endpoint),
         observed_at: m.observed_at.as_str(),
-        misattributed: intervals.iter().filter(|i| i.misattributed).count(),
+        misattributed: shown.iter().filter(|i| i.misattributed).count(),
+        shown: shown.len(),
+        binned,
         intervals,
         height: h,
     }
+}
+
+/// One drawn interval, or the sum of a bin's.
+#[derive(Debug, Default)]
+struct IntervalSum {
+    x: f64,
+    w: f64,
+    from_ns: u64,
+    to_ns: u64,
+    intervals: usize,
+    increment: f64,
+    /// The increment AIPerf counts in warmup (the rest in profiling).
+    in_warmup: f64,
+    /// The first interval's is counted in warmup.
+    counted_in_warmup: bool,
+    warmup_events: u32,
+    profiling_events: u32,
+    misattributed: usize,
+}
+
+impl IntervalSum {
+    fn of(i: &Interval, sc: &Scale) -> Self {
+        let mut s = IntervalSum {
+            x: sc.x(i.from_ns),
+            w: sc.w(i.from_ns, i.to_ns),
+            from_ns: i.from_ns,
+            to_ns: i.to_ns,
+            ..Default::default()
+        };
+        s.add(i);
+        s
+    }
+
+    fn add(&mut self, i: &Interval) {
+        if self.intervals == 0 {
+            self.counted_in_warmup = i.counted_in == Phase::Warmup;
+        }
+        // The first as it is (a sum from 0 would turn -0 into 0).
+        self.increment = if self.intervals == 0 {
+            i.increment
+        } else {
+            self.increment + i.increment
+        };
+        self.intervals += 1;
+        if i.counted_in == Phase::Warmup {
+            self.in_warmup += i.increment;
+        }
+        self.warmup_events += i.warmup_events;
+        self.profiling_events += i.profiling_events;
+        self.misattributed += usize::from(i.misattributed);
+    }
+
+    /// Its tooltip: an interval's, or (`bin`) a bin's.
+    fn title(&self, sc: &Scale, bin: bool) -> String {
+        let (a, b) = (sc.secs(self.from_ns), sc.secs(self.to_ns));
+        let explained = format!(
+            "the requests explain {} warmup and {} profiling",
+            self.warmup_events, self.profiling_events
+        );
+        if !bin {
+            let counted_in = if self.counted_in_warmup {
+                Phase::Warmup
+            } else {
+                Phase::Profiling
+            };
+            let mark = if self.misattributed > 0 {
+                ": misattributed"
+            } else {
+                ""
+            };
+            return format!(
+                "{a:.3}-{b:.3} s: +{} observation(s) counted in {}; {explained}{mark}",
+                self.increment,
+                counted_in.as_str()
+            );
+        }
+        format!(
+            "{a:.3}-{b:.3} s: {} scrape interval(s), +{} observation(s) (+{} counted in warmup, \
+             +{} in profiling); {explained}; {} misattributed",
+            self.intervals,
+            self.increment,
+            self.in_warmup,
+            self.increment - self.in_warmup,
+            self.misattributed
+        )
+    }
+}
+
+/// Intervals summed per bin of the axis ([`BINS`]), by where each starts;
+/// a bin without any is not drawn.
+fn interval_bins(shown: &[&Interval], sc: &Scale) -> Vec<IntervalSum> {
+    let bw = WIDTH / BINS as f64;
+    let mut bins: Vec<IntervalSum> = (0..BINS)
+        .map(|b| IntervalSum {
+            x: b as f64 * bw,
+            w: bw,
+            from_ns: u64::MAX,
+            ..Default::default()
+        })
+        .collect();
+    for i in shown {
+        let b = ((sc.x(i.from_ns) / bw).floor() as usize).min(BINS - 1);
+        let bin = &mut bins[b];
+        bin.from_ns = bin.from_ns.min(i.from_ns);
+        bin.to_ns = bin.to_ns.max(i.to_ns);
+        bin.add(i);
+    }
+    bins.retain(|b| b.intervals > 0);
+    bins
 }
 
 impl TimelineView {
