@@ -370,18 +370,24 @@ fn metric_view(m: &crate::results::timeline::MetricIntervals, sc: &Scale, run: &
     } else {
         shown.iter().map(|i| IntervalSum::of(i, sc)).collect()
     };
-    let peak = (sums.iter())
-        .map(|b| {
-            b.increment
-                .max(f64::from(b.warmup_events + b.profiling_events))
-        })
-        .fold(1.0, f64::max);
+    // Heights relative to the tallest interval (of every interval, drawn or
+    // not), or bin.
+    let tallest = |inc: f64, w: u32, p: u32| inc.max(f64::from(w.saturating_add(p)));
+    let peak = if binned {
+        (sums.iter())
+            .map(|b| tallest(b.increment, b.warmup_events, b.profiling_events))
+            .fold(1.0, f64::max)
+    } else {
+        (m.intervals.iter())
+            .map(|i| tallest(i.increment, i.warmup_events, i.profiling_events))
+            .fold(1.0, f64::max)
+    };
     let intervals = (sums.iter())
         .map(|b| IntervalView {
             x: b.x,
             w: b.w,
             inc_h: b.increment / peak * h,
-            events_h: f64::from(b.warmup_events + b.profiling_events) / peak * h,
+            events_h: f64::from(b.warmup_events.saturating_add(b.profiling_events)) / peak * h,
             misattributed: b.misattributed > 0,
             title: b.title(sc, binned),
         })
@@ -444,8 +450,8 @@ impl IntervalSum {
         if i.counted_in == Phase::Warmup {
             self.in_warmup += i.increment;
         }
-        self.warmup_events += i.warmup_events;
-        self.profiling_events += i.profiling_events;
+        self.warmup_events = self.warmup_events.saturating_add(i.warmup_events);
+        self.profiling_events = self.profiling_events.saturating_add(i.profiling_events);
         self.misattributed += usize::from(i.misattributed);
     }
 
