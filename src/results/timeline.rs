@@ -291,29 +291,30 @@ fn intervals(
         .iter()
         .find(|d| crate::frameworks::canonical(&d.name) == canon)?
         .observed_at;
-    let points = crate::model::attribution::cumulative(scrapes, endpoint, metric, |_| true);
+    let points = crate::model::attribution::counts(scrapes, endpoint, metric, |_| true);
     let mut events: Vec<(u64, Phase)> = records.iter().map(|r| (instant(r, at), r.phase)).collect();
     events.sort_unstable_by_key(|e| e.0);
     let mut out = Vec::new();
     for w in points.windows(2) {
-        let (a, b) = (&w[0], &w[1]);
-        let lo = events.partition_point(|e| e.0 <= a.t);
-        let hi = events.partition_point(|e| e.0 <= b.t);
+        // Each point's time and count.
+        let ((a_t, a_count), (b_t, b_count)) = (w[0], w[1]);
+        let lo = events.partition_point(|e| e.0 <= a_t);
+        let hi = events.partition_point(|e| e.0 <= b_t);
         let inside = &events[lo..hi];
         let count = |p: Phase| inside.iter().filter(|e| e.1 == p).count() as u32;
         let counted_in = match profiling_start {
-            Some(p) if b.t > p => Phase::Profiling,
+            Some(p) if b_t > p => Phase::Profiling,
             _ => Phase::Warmup,
         };
         let (warmup_events, profiling_events) = (count(Phase::Warmup), count(Phase::Profiling));
-        let increment = (b.count - a.count).max(0.0);
+        let increment = (b_count - a_count).max(0.0);
         let other = match counted_in {
             Phase::Profiling => warmup_events,
             Phase::Warmup => profiling_events,
         };
         out.push(Interval {
-            from_ns: a.t,
-            to_ns: b.t,
+            from_ns: a_t,
+            to_ns: b_t,
             increment,
             warmup_events,
             profiling_events,

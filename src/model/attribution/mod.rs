@@ -31,7 +31,9 @@ use crate::stats::Percentiles;
 mod observation;
 mod points;
 pub use observation::{candidates, with_unrecorded_warmup, ByObservation, Candidate};
-pub use points::{counts_to, cumulative, each_point, growth_across_resets, Point, Points, HELD};
+pub use points::{
+    counts, counts_to, cumulative, each_point, growth_across_resets, Point, Points, HELD,
+};
 
 closed_set! {
     /// Whether an attribution is exact or only bounded.

@@ -195,6 +195,30 @@ pub fn each_point(
         .collect()
 }
 
+/// [`cumulative`]'s points as (time, count), from a walk that decodes a
+/// point's buckets only where its count moved ([`each_point`]), for a
+/// reader of the counts alone: the HTML timeline's scrape intervals read
+/// them per metric a finding names.
+pub fn counts(
+    scrapes: &ScrapesRead,
+    endpoint: &str,
+    family: &str,
+    keep: impl Fn(&BTreeMap<String, String>) -> bool,
+) -> Vec<(u64, f64)> {
+    let mut out = Vec::new();
+    each_point(
+        scrapes,
+        endpoint,
+        &[family],
+        |_, l| keep(l),
+        |_, pts| {
+            out.extend(pts.last().map(|p| (p.t, p.count)));
+            true
+        },
+    );
+    out
+}
+
 /// [`cumulative`]'s count at its first point and at the point of the scrape
 /// at `line`, from a walk that ends there (a baseline near the run's start:
 /// a whole series walked per observer cost the phase check more than its
@@ -775,6 +799,33 @@ mod walk_tests {
         // Every row decoded, as the cumulative walk decodes them.
         assert_eq!(seen, want);
         assert_eq!(at(&last[0], last[0].len() - 1), want[3]);
+    }
+
+    #[test]
+    fn counts_are_the_whole_series_times_and_counts() {
+        let mut pairs = 0;
+        for dir in runs_with_scrapes() {
+            let run = crate::artifacts::load(&dir);
+            let Some(sc) = run.scrapes.as_ref() else {
+                continue;
+            };
+            let names: Vec<&str> = (0..sc.family_count() as u32)
+                .map(|id| sc.family_name(id))
+                .collect();
+            for ep in sc.by_endpoint().keys() {
+                for (k, name) in names.iter().enumerate() {
+                    let alone = cumulative(sc, ep, name, |l| keep(k, l));
+                    let want: Vec<(u64, u64)> =
+                        alone.iter().map(|p| (p.t, p.count.to_bits())).collect();
+                    let got: Vec<(u64, u64)> = (counts(sc, ep, name, |l| keep(k, l)).into_iter())
+                        .map(|(t, c)| (t, c.to_bits()))
+                        .collect();
+                    assert_eq!(got, want, "{} {ep} {name}", dir.display());
+                    pairs += 1;
+                }
+            }
+        }
+        assert!(pairs > 1000, "{pairs}");
     }
 
     #[test]
