@@ -206,16 +206,10 @@ pub fn counts(
     keep: impl Fn(&BTreeMap<String, String>) -> bool,
 ) -> Vec<(u64, f64)> {
     let mut out = Vec::new();
-    each_point(
-        scrapes,
-        endpoint,
-        &[family],
-        |_, l| keep(l),
-        |_, pts| {
-            out.extend(pts.last().map(|p| (p.t, p.count)));
-            true
-        },
-    );
+    each_new_point(scrapes, endpoint, family, keep, |p| {
+        out.push((p.t, p.count));
+        true
+    });
     out
 }
 
@@ -232,20 +226,27 @@ pub fn counts_to(
     line: u64,
 ) -> Option<(f64, f64)> {
     let (mut first, mut at) = (None, None);
-    each_point(
-        scrapes,
-        endpoint,
-        &[family],
-        |_, l| keep(l),
-        |_, pts| {
-            if let Some(p) = pts.last() {
-                first.get_or_insert(p.count);
-                at = (p.line == line).then_some(p.count);
-            }
-            at.is_none()
-        },
-    );
+    each_new_point(scrapes, endpoint, family, keep, |p| {
+        first.get_or_insert(p.count);
+        at = (p.line == line).then_some(p.count);
+        at.is_none()
+    });
     Some((first?, at?))
+}
+
+/// One family's points ([`each_point`]'s walk), each given to `f` as it
+/// comes until `f` says `false`.
+fn each_new_point(
+    scrapes: &ScrapesRead,
+    endpoint: &str,
+    family: &str,
+    keep: impl Fn(&BTreeMap<String, String>) -> bool,
+    mut f: impl FnMut(&Point) -> bool,
+) {
+    let keep = |_: usize, l: &BTreeMap<String, String>| keep(l);
+    each_point(scrapes, endpoint, &[family], keep, |_, pts| {
+        pts.last().is_none_or(&mut f)
+    });
 }
 
 /// How many points of each family [`each_point`] holds at most: its sink
@@ -801,36 +802,12 @@ mod walk_tests {
         assert_eq!(at(&last[0], last[0].len() - 1), want[3]);
     }
 
-    #[test]
-    fn counts_are_the_whole_series_times_and_counts() {
-        let mut pairs = 0;
-        for dir in runs_with_scrapes() {
-            let run = crate::artifacts::load(&dir);
-            let Some(sc) = run.scrapes.as_ref() else {
-                continue;
-            };
-            let names: Vec<&str> = (0..sc.family_count() as u32)
-                .map(|id| sc.family_name(id))
-                .collect();
-            for ep in sc.by_endpoint().keys() {
-                for (k, name) in names.iter().enumerate() {
-                    let alone = cumulative(sc, ep, name, |l| keep(k, l));
-                    let want: Vec<(u64, u64)> =
-                        alone.iter().map(|p| (p.t, p.count.to_bits())).collect();
-                    let got: Vec<(u64, u64)> = (counts(sc, ep, name, |l| keep(k, l)).into_iter())
-                        .map(|(t, c)| (t, c.to_bits()))
-                        .collect();
-                    assert_eq!(got, want, "{} {ep} {name}", dir.display());
-                    pairs += 1;
-                }
-            }
-        }
-        assert!(pairs > 1000, "{pairs}");
-    }
-
-    #[test]
-    fn counts_to_a_line_are_the_whole_series_counts() {
-        let (mut asked, mut found) = (0, 0);
+    /// Calls `f(run, scrapes, endpoint, its scrapes, k, family)` for every
+    /// family (the `k`-th of the file's) and endpoint of every committed
+    /// run with raw scrapes.
+    fn each_series(
+        mut f: impl FnMut(&std::path::Path, &ScrapesRead, &str, &[(&Scrape, u64)], usize, &str),
+    ) {
         for dir in runs_with_scrapes() {
             let run = crate::artifacts::load(&dir);
             let Some(sc) = run.scrapes.as_ref() else {
@@ -840,25 +817,47 @@ mod walk_tests {
                 .map(|id| sc.family_name(id))
                 .collect();
             for (ep, scrapes) in sc.by_endpoint() {
-                // Every scrape's line, and one no scrape has.
-                let lines = (scrapes.iter().map(|(s, _)| s.line)).chain([u64::MAX]);
-                let lines: Vec<u64> = lines.collect();
                 for (k, name) in names.iter().enumerate() {
-                    let alone = cumulative(sc, ep, name, |l| keep(k, l));
-                    for &line in lines.iter().step_by(7).chain(lines.last()) {
-                        let want = alone.first().zip(alone.iter().find(|p| p.line == line));
-                        let want = want.map(|(a, b)| (a.count, b.count));
-                        let got = counts_to(sc, ep, name, |l| keep(k, l), line);
-                        let bits =
-                            |x: Option<(f64, f64)>| x.map(|(a, b)| (a.to_bits(), b.to_bits()));
-                        let here = format!("{} {ep} {name} line {line}", dir.display());
-                        assert_eq!(bits(got), bits(want), "{here}");
-                        asked += 1;
-                        found += usize::from(want.is_some());
-                    }
+                    f(&dir, sc, ep, &scrapes, k, name);
                 }
             }
         }
+    }
+
+    #[test]
+    fn counts_are_the_whole_series_times_and_counts() {
+        let mut pairs = 0;
+        each_series(|dir, sc, ep, _, k, name| {
+            let alone = cumulative(sc, ep, name, |l| keep(k, l));
+            let want: Vec<(u64, u64)> = alone.iter().map(|p| (p.t, p.count.to_bits())).collect();
+            let got: Vec<(u64, u64)> = (counts(sc, ep, name, |l| keep(k, l)).into_iter())
+                .map(|(t, c)| (t, c.to_bits()))
+                .collect();
+            assert_eq!(got, want, "{} {ep} {name}", dir.display());
+            pairs += 1;
+        });
+        assert!(pairs > 1000, "{pairs}");
+    }
+
+    #[test]
+    fn counts_to_a_line_are_the_whole_series_counts() {
+        let (mut asked, mut found) = (0, 0);
+        each_series(|dir, sc, ep, scrapes, k, name| {
+            // Every 7th scrape's line, and one no scrape has (the last).
+            let lines = (scrapes.iter().map(|(s, _)| s.line)).chain([u64::MAX]);
+            let lines: Vec<u64> = lines.collect();
+            let alone = cumulative(sc, ep, name, |l| keep(k, l));
+            for &line in lines.iter().step_by(7).chain(lines.last()) {
+                let want = alone.first().zip(alone.iter().find(|p| p.line == line));
+                let want = want.map(|(a, b)| (a.count, b.count));
+                let got = counts_to(sc, ep, name, |l| keep(k, l), line);
+                let bits = |x: Option<(f64, f64)>| x.map(|(a, b)| (a.to_bits(), b.to_bits()));
+                let here = format!("{} {ep} {name} line {line}", dir.display());
+                assert_eq!(bits(got), bits(want), "{here}");
+                asked += 1;
+                found += usize::from(want.is_some());
+            }
+        });
         // Lines with a point and lines without one are both met.
         assert!(found > 1000 && asked - found > 100, "{asked} {found}");
     }
