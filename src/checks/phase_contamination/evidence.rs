@@ -72,8 +72,9 @@ pub struct Builder<'a> {
     /// Per endpoint: where AIPerf's phase deltas start and end in its raw
     /// scrapes, found on first use: every observer of the endpoint shares
     /// them, and finding them walks its scrapes (once per observer before,
-    /// each time listing every endpoint's: 4-5 ms of the phase check on a
-    /// 1.18 GB file of twelve observers, docs/performance.md).
+    /// each time listing every endpoint's: the observers' evidence took
+    /// 5.5-7.5 ms, now 1.8-2.7 ms, on a 1.18 GB file of twelve observers;
+    /// docs/performance.md, ninth 2026-12-07 session).
     ends: std::cell::RefCell<BTreeMap<String, Ends>>,
 }
 
