@@ -215,12 +215,31 @@ fn number_paths(v: &serde_json::Value, at: &mut Vec<Key>, found: &mut dyn FnMut(
 
 /// Audits the run in `dir` with every check: the verdict must follow the
 /// findings, and every finding says something with finite effects.
+///
+/// Then renders the report in every format (the HTML page with the run's
+/// timeline): a format's writing is code of its own, over what the input
+/// made of the report (a timeline of scrape intervals, binned requests,
+/// numbers that are not finite), and must not fail or panic either.
 fn audit_and_check(dir: &std::path::Path) {
-    check_report(&crate::audit_run(
-        dir,
+    use clap::ValueEnum;
+    let options = crate::RunOptions {
+        timeline: true,
+        ..Default::default()
+    };
+    let report = crate::audit_with_progress(
+        &[dir.to_path_buf()],
         &crate::config::Settings::default(),
+        &options,
         &[],
-    ));
+        &|| {},
+    );
+    assert_eq!(report.runs.len(), 1, "{:?}", report.errors);
+    check_report(&report.runs[0]);
+    for &format in crate::report::Format::value_variants() {
+        let opts = crate::report::Options::default();
+        crate::report::render(format, &report, opts, &mut std::io::sink())
+            .unwrap_or_else(|e| panic!("{}: {e}", format.name()));
+    }
 }
 
 /// A real run, written once (from the `(name, bytes)` of its files, the
