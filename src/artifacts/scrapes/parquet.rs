@@ -14,8 +14,9 @@
 //! looks born mid-run. What came before profiling is not in the file: the
 //! warmup side of a boundary cannot be repaired from it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::rc::Rc;
 
 use polars::prelude::*;
 use serde_json::{json, Map, Value};
@@ -46,7 +47,8 @@ struct Sample {
     buckets: Vec<(String, f64)>,
 }
 
-type Scrape = BTreeMap<String, BTreeMap<String, (Map<String, Value>, Sample)>>;
+/// One scrape's samples: per family, per label set (by its JSON text).
+type Scrape = BTreeMap<String, BTreeMap<Vec<u8>, (Rc<Map<String, Value>>, Sample)>>;
 
 fn strings<'a>(df: &'a DataFrame, name: &str) -> Result<&'a StringChunked, String> {
     df.column(name)
@@ -88,54 +90,98 @@ pub fn to_lines(path: &Path, reference_ns: Option<u64>) -> Result<Vec<u8>, Strin
         floats(&df, "count")?,
         floats(&df, "bucket_count")?,
     );
-    let label_cols: Vec<(String, &StringChunked)> = df
+    // In name order (a label set's key is its JSON text, names sorted),
+    // each with its name as JSON.
+    let mut label_cols: Vec<(String, String, &StringChunked)> = df
         .get_column_names()
         .into_iter()
         .filter(|c| !FIXED.contains(&c.as_str()))
-        .filter_map(|c| Some((c.to_string(), df.column(c).ok()?.str().ok()?)))
+        .filter_map(|c| {
+            let ca = df.column(c).ok()?.str().ok()?;
+            Some((c.to_string(), Value::from(c.as_str()).to_string(), ca))
+        })
         .collect();
-    let mut scrapes: BTreeMap<(String, i64), Scrape> = BTreeMap::new();
+    label_cols.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    // The rows by scrape (endpoint, then time; in file order within one),
+    // each scrape's turned into its line as soon as its rows are read:
+    // every scrape's samples held at once, as JSON maps, took 1.8 GB for a
+    // 0.58 MB file of 2.1 M rows (docs/performance.md, 2026-12-07, tenth
+    // session).
+    let mut keys: Vec<(&str, i64, usize)> = Vec::with_capacity(df.height());
     for i in 0..df.height() {
-        let (Some(e), Some(n), Some(t)) = (ep.get(i), name.get(i), ts.get(i)) else {
-            return Err(format!(
-                "{FILE}: row {i}: endpoint_url, metric_name or timestamp_ns is null"
-            ));
+        let (Some(e), Some(_), Some(t)) = (ep.get(i), name.get(i), ts.get(i)) else {
+            return Err(null_key(i));
         };
-        let mut labels = Map::new();
-        for (col, ca) in &label_cols {
+        keys.push((e, t, i));
+    }
+    keys.sort_unstable();
+    let mut out = Vec::new();
+    let mut scrape = Scrape::new();
+    let mut key = Vec::new();
+    // Every label set seen, by its JSON text: a scrape's series are mostly
+    // the ones before it.
+    let mut label_sets: HashMap<Vec<u8>, Rc<Map<String, Value>>> = HashMap::new();
+    let mut seen_endpoint: Option<&str> = None;
+    for (k, &(e, t, i)) in keys.iter().enumerate() {
+        let Some(n) = name.get(i) else {
+            return Err(null_key(i));
+        };
+        // The label set's key, as `Value::Object(labels).to_string()`
+        // writes it (a histogram has a row per bucket, each with the same);
+        // its map is made once per file, the first time it is seen.
+        key.clear();
+        key.push(b'{');
+        for (_, json_col, ca) in &label_cols {
             if let Some(v) = ca.get(i) {
-                labels.insert(col.clone(), Value::String(v.to_string()));
+                if key.len() > 1 {
+                    key.push(b',');
+                }
+                key.extend_from_slice(json_col.as_bytes());
+                key.push(b':');
+                // Writing into a vector cannot fail.
+                let _ = serde_json::to_writer(&mut key, v);
             }
         }
-        let key = Value::Object(labels.clone()).to_string();
-        let series = scrapes
-            .entry((e.to_string(), t))
-            .or_default()
-            .entry(n.to_string())
-            .or_default()
-            .entry(key)
-            .or_insert_with(|| (labels, Sample::default()));
+        key.push(b'}');
+        let series = (scrape.entry(n.to_string()).or_default())
+            .entry(key.clone())
+            .or_insert_with(|| {
+                let labels = label_sets.entry(key.clone()).or_insert_with(|| {
+                    let labels = (label_cols.iter())
+                        .filter_map(|(col, _, ca)| Some((col.clone(), Value::from(ca.get(i)?))));
+                    Rc::new(labels.collect())
+                });
+                (Rc::clone(labels), Sample::default())
+            });
         let s = &mut series.1;
-        s.kind = kind.get(i).unwrap_or("").to_string();
+        let this_kind = kind.get(i).unwrap_or("");
+        if s.kind != this_kind {
+            s.kind = this_kind.to_string();
+        }
         s.value = value.get(i).or(s.value);
         s.sum = sum.get(i).or(s.sum);
         s.count = count.get(i).or(s.count);
         if let (Some(l), Some(c)) = (le.get(i), bucket.get(i)) {
             s.buckets.push((l.to_string(), c));
         }
-    }
-    let mut out = Vec::new();
-    let mut seen_endpoint: Option<String> = None;
-    for ((endpoint, t), families) in &scrapes {
-        if seen_endpoint.as_deref() != Some(endpoint) {
-            seen_endpoint = Some(endpoint.clone());
-            if let Some(r) = reference_ns.filter(|r| (*r as i64) < *t) {
-                line(&mut out, endpoint, r as i64, families, true);
+        if keys.get(k + 1).is_some_and(|x| (x.0, x.1) == (e, t)) {
+            continue; // the scrape goes on
+        }
+        if seen_endpoint != Some(e) {
+            seen_endpoint = Some(e);
+            if let Some(r) = reference_ns.filter(|r| (*r as i64) < t) {
+                line(&mut out, e, r as i64, &scrape, true);
             }
         }
-        line(&mut out, endpoint, *t, families, false);
+        line(&mut out, e, t, &scrape, false);
+        scrape.clear();
     }
     Ok(out)
+}
+
+/// The error of a row without one of the columns that place it.
+fn null_key(i: usize) -> String {
+    format!("{FILE}: row {i}: endpoint_url, metric_name or timestamp_ns is null")
 }
 
 /// One scrape as a JSON line; `zero`: every cumulative series at 0 (the
@@ -150,7 +196,7 @@ fn line(out: &mut Vec<u8>, endpoint: &str, t: i64, families: &Scrape, zero: bool
                 let z = |v: Option<f64>| if zero { v.map(|_| 0.0) } else { v };
                 let mut o = Map::new();
                 if !labels.is_empty() {
-                    o.insert("labels".into(), Value::Object(labels.clone()));
+                    o.insert("labels".into(), Value::Object(Map::clone(labels)));
                 }
                 if s.buckets.is_empty() {
                     o.insert("value".into(), json!(z(s.value)));
@@ -174,4 +220,57 @@ fn line(out: &mut Vec<u8>, endpoint: &str, t: i64, families: &Scrape, zero: bool
     let l = json!({"endpoint_url": endpoint, "timestamp_ns": t, "metrics": metrics});
     out.extend_from_slice(l.to_string().as_bytes());
     out.push(b'\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/parquet/late-warmup/server_metrics_export.parquet"
+    );
+
+    /// The lines follow the scrapes, not the order of the file's rows
+    /// (AIPerf's rows are not in time order): the fixture's rows, with a
+    /// copy of them from a second endpoint at the same times, reversed give
+    /// the same lines, one per scrape of each endpoint and one baseline per
+    /// endpoint.
+    #[test]
+    fn the_lines_do_not_depend_on_the_order_of_the_rows() {
+        let file = std::fs::File::open(FIXTURE).expect("fixture");
+        let df = ParquetReader::new(file).finish().expect("reads");
+        let times = df
+            .column("timestamp_ns")
+            .expect("times")
+            .i64()
+            .expect("i64");
+        let scrapes: std::collections::BTreeSet<i64> = times.iter().flatten().collect();
+        let mut other = df.clone();
+        let url = vec!["http://127.0.0.2:8000/metrics"; df.height()];
+        (other.with_column(Column::new("endpoint_url".into(), url))).expect("replaces the column");
+        let both = df.vstack(&other).expect("stacks");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let write = |name: &str, mut d: DataFrame| {
+            let path = dir.path().join(name);
+            ParquetWriter::new(std::fs::File::create(&path).expect("create"))
+                .finish(&mut d)
+                .expect("writes");
+            path
+        };
+        let (forward, reversed) = (
+            write("f.parquet", both.clone()),
+            write("r.parquet", both.reverse()),
+        );
+        // The window's start: before every scrape, so each endpoint gets
+        // its baseline line.
+        let reference = Some(1);
+        let lines = to_lines(&forward, reference).expect("lines");
+        assert_eq!(to_lines(&reversed, reference).expect("lines"), lines);
+        let n = lines
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count();
+        assert_eq!(n, 2 * scrapes.len() + 2);
+    }
 }
