@@ -19,7 +19,7 @@ use std::path::Path;
 use std::rc::Rc;
 
 use polars::prelude::*;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 /// The file's name.
 pub const FILE: &str = "server_metrics_export.parquet";
@@ -185,41 +185,82 @@ fn null_key(i: usize) -> String {
 }
 
 /// One scrape as a JSON line; `zero`: every cumulative series at 0 (the
-/// baseline), gauges left out.
+/// baseline), gauges left out. Written as serde_json writes the line's
+/// `Value` (keys sorted, a number not finite as `null`), without building
+/// it: the values of every sample of every scrape, built and dropped, were
+/// a third of the time of reading a parquet file (docs/performance.md,
+/// 2026-12-07, tenth session).
 fn line(out: &mut Vec<u8>, endpoint: &str, t: i64, families: &Scrape, zero: bool) {
-    let mut metrics = Map::new();
+    out.extend_from_slice(b"{\"endpoint_url\":");
+    json(out, endpoint);
+    out.extend_from_slice(b",\"metrics\":{");
+    let mut first_family = true;
     for (family, series) in families {
-        let samples: Vec<Value> = series
-            .values()
-            .filter(|(_, s)| !(zero && s.kind == "gauge"))
-            .map(|(labels, s)| {
-                let z = |v: Option<f64>| if zero { v.map(|_| 0.0) } else { v };
-                let mut o = Map::new();
-                if !labels.is_empty() {
-                    o.insert("labels".into(), Value::Object(Map::clone(labels)));
-                }
-                if s.buckets.is_empty() {
-                    o.insert("value".into(), json!(z(s.value)));
-                } else {
-                    let b: Map<String, Value> = s
-                        .buckets
-                        .iter()
-                        .map(|(le, c)| (le.clone(), json!(if zero { 0.0 } else { *c })))
-                        .collect();
-                    o.insert("buckets".into(), Value::Object(b));
-                    o.insert("sum".into(), json!(z(s.sum)));
-                    o.insert("count".into(), json!(z(s.count)));
-                }
-                Value::Object(o)
-            })
-            .collect();
-        if !samples.is_empty() {
-            metrics.insert(family.clone(), Value::Array(samples));
+        let mut kept = (series.iter()).filter(|(_, (_, s))| !(zero && s.kind == "gauge"));
+        let Some(mut next) = kept.next() else {
+            continue;
+        };
+        if !std::mem::take(&mut first_family) {
+            out.push(b',');
         }
+        json(out, family);
+        out.extend_from_slice(b":[");
+        loop {
+            let (key, (labels, s)) = next;
+            let z = |v: Option<f64>| if zero { v.map(|_| 0.0) } else { v };
+            out.push(b'{');
+            if s.buckets.is_empty() {
+                if !labels.is_empty() {
+                    out.extend_from_slice(b"\"labels\":");
+                    out.extend_from_slice(key);
+                    out.push(b',');
+                }
+                out.extend_from_slice(b"\"value\":");
+                json(out, &z(s.value));
+            } else {
+                // A bound written twice keeps its last count, in the
+                // bounds' text order, as a map of them does.
+                let buckets: BTreeMap<&str, f64> = (s.buckets.iter())
+                    .map(|(le, c)| (le.as_str(), if zero { 0.0 } else { *c }))
+                    .collect();
+                out.extend_from_slice(b"\"buckets\":{");
+                for (j, (le, c)) in buckets.iter().enumerate() {
+                    if j > 0 {
+                        out.push(b',');
+                    }
+                    json(out, le);
+                    out.push(b':');
+                    json(out, c);
+                }
+                out.extend_from_slice(b"},\"count\":");
+                json(out, &z(s.count));
+                if !labels.is_empty() {
+                    out.extend_from_slice(b",\"labels\":");
+                    out.extend_from_slice(key);
+                }
+                out.extend_from_slice(b",\"sum\":");
+                json(out, &z(s.sum));
+            }
+            out.push(b'}');
+            match kept.next() {
+                Some(n) => {
+                    out.push(b',');
+                    next = n;
+                }
+                None => break,
+            }
+        }
+        out.push(b']');
     }
-    let l = json!({"endpoint_url": endpoint, "timestamp_ns": t, "metrics": metrics});
-    out.extend_from_slice(l.to_string().as_bytes());
-    out.push(b'\n');
+    out.extend_from_slice(b"},\"timestamp_ns\":");
+    json(out, &t);
+    out.extend_from_slice(b"}\n");
+}
+
+/// `v` as serde_json writes it.
+fn json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+    // Writing into a vector cannot fail.
+    let _ = serde_json::to_writer(out, v);
 }
 
 #[cfg(test)]
@@ -272,5 +313,24 @@ mod tests {
             .filter(|l| !l.is_empty())
             .count();
         assert_eq!(n, 2 * scrapes.len() + 2);
+    }
+
+    /// Each line is written as serde_json writes its value (keys sorted,
+    /// numbers in its form), the baseline's too: the lines the reader
+    /// takes are what they were when each was a `Value`.
+    #[test]
+    fn each_line_is_serde_json_s_text_of_its_value() {
+        let lines = to_lines(Path::new(FIXTURE), Some(1)).expect("lines");
+        let text = std::str::from_utf8(&lines).expect("utf-8");
+        assert!(text.ends_with('\n'));
+        let mut n = 0;
+        for l in text.lines() {
+            let v: Value = serde_json::from_str(l).expect("a JSON line");
+            assert_eq!(v.to_string(), l);
+            n += 1;
+        }
+        // A histogram with its buckets, labels and a gauge are among them.
+        assert!(text.contains("\"buckets\":{") && text.contains("\"labels\":{"));
+        assert!(n > 2, "{n} lines");
     }
 }
