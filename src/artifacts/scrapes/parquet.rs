@@ -188,7 +188,7 @@ fn null_key(i: usize) -> String {
 /// baseline), gauges left out. Written as serde_json writes the line's
 /// `Value` (keys sorted, a number not finite as `null`), without building
 /// it: the values of every sample of every scrape, built and dropped, were
-/// a third of the time of reading a parquet file (docs/performance.md,
+/// a third of the samples of this conversion (docs/performance.md,
 /// 2026-12-07, tenth session).
 fn line(out: &mut Vec<u8>, endpoint: &str, t: i64, families: &Scrape, zero: bool) {
     out.extend_from_slice(b"{\"endpoint_url\":");
