@@ -90,31 +90,12 @@ pub fn to_lines(path: &Path, reference_ns: Option<u64>) -> Result<Vec<u8>, Strin
         floats(&df, "count")?,
         floats(&df, "bucket_count")?,
     );
-    // In name order (a label set's key is its JSON text, names sorted),
-    // each with its name as JSON.
-    let mut label_cols: Vec<(String, String, &StringChunked)> = df
-        .get_column_names()
-        .into_iter()
-        .filter(|c| !FIXED.contains(&c.as_str()))
-        .filter_map(|c| {
-            let ca = df.column(c).ok()?.str().ok()?;
-            Some((c.to_string(), Value::from(c.as_str()).to_string(), ca))
-        })
-        .collect();
-    label_cols.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    // The rows by scrape (endpoint, then time; in file order within one),
-    // each scrape's turned into its line as soon as its rows are read:
+    let label_cols = LabelColumns::of(&df);
+    // Each scrape's rows turned into its line as soon as they are read:
     // every scrape's samples held at once, as JSON maps, took 1.8 GB for a
     // 0.58 MB file of 2.1 M rows (docs/performance.md, 2026-12-07, tenth
     // session).
-    let mut keys: Vec<(&str, i64, usize)> = Vec::with_capacity(df.height());
-    for i in 0..df.height() {
-        let (Some(e), Some(_), Some(t)) = (ep.get(i), name.get(i), ts.get(i)) else {
-            return Err(null_key(i));
-        };
-        keys.push((e, t, i));
-    }
-    keys.sort_unstable();
+    let keys = scrape_order(ep, name, ts)?;
     let mut out = Vec::new();
     let mut scrape = Scrape::new();
     let mut key = Vec::new();
@@ -126,31 +107,14 @@ pub fn to_lines(path: &Path, reference_ns: Option<u64>) -> Result<Vec<u8>, Strin
         let Some(n) = name.get(i) else {
             return Err(null_key(i));
         };
-        // The label set's key, as `Value::Object(labels).to_string()`
-        // writes it (a histogram has a row per bucket, each with the same);
-        // its map is made once per file, the first time it is seen.
-        key.clear();
-        key.push(b'{');
-        for (_, json_col, ca) in &label_cols {
-            if let Some(v) = ca.get(i) {
-                if key.len() > 1 {
-                    key.push(b',');
-                }
-                key.extend_from_slice(json_col.as_bytes());
-                key.push(b':');
-                // Writing into a vector cannot fail.
-                let _ = serde_json::to_writer(&mut key, v);
-            }
-        }
-        key.push(b'}');
+        // A histogram has a row per bucket, each with the same label set,
+        // whose map is made once per file, the first time it is seen.
+        label_cols.key(i, &mut key);
         let series = (scrape.entry(n.to_string()).or_default())
             .entry(key.clone())
             .or_insert_with(|| {
-                let labels = label_sets.entry(key.clone()).or_insert_with(|| {
-                    let labels = (label_cols.iter())
-                        .filter_map(|(col, _, ca)| Some((col.clone(), Value::from(ca.get(i)?))));
-                    Rc::new(labels.collect())
-                });
+                let labels = (label_sets.entry(key.clone()))
+                    .or_insert_with(|| Rc::new(label_cols.labels(i)));
                 (Rc::clone(labels), Sample::default())
             });
         let s = &mut series.1;
@@ -179,9 +143,71 @@ pub fn to_lines(path: &Path, reference_ns: Option<u64>) -> Result<Vec<u8>, Strin
     Ok(out)
 }
 
+/// The rows by scrape: (endpoint, time, row), sorted (a scrape's rows in
+/// file order); AIPerf's rows are not in time order.
+fn scrape_order<'a>(
+    ep: &'a StringChunked,
+    name: &StringChunked,
+    ts: &Int64Chunked,
+) -> Result<Vec<(&'a str, i64, usize)>, String> {
+    let mut keys = Vec::with_capacity(ep.len());
+    for i in 0..ep.len() {
+        let (Some(e), Some(_), Some(t)) = (ep.get(i), name.get(i), ts.get(i)) else {
+            return Err(null_key(i));
+        };
+        keys.push((e, t, i));
+    }
+    keys.sort_unstable();
+    Ok(keys)
+}
+
 /// The error of a row without one of the columns that place it.
 fn null_key(i: usize) -> String {
     format!("{FILE}: row {i}: endpoint_url, metric_name or timestamp_ns is null")
+}
+
+/// The label columns (every string column not a fixed one), in name order
+/// (a label set's key is its JSON text, names sorted), each with its name
+/// as JSON.
+struct LabelColumns<'a>(Vec<(String, String, &'a StringChunked)>);
+
+impl<'a> LabelColumns<'a> {
+    fn of(df: &'a DataFrame) -> Self {
+        let mut cols: Vec<(String, String, &StringChunked)> = (df.get_column_names().into_iter())
+            .filter(|c| !FIXED.contains(&c.as_str()))
+            .filter_map(|c| {
+                let ca = df.column(c).ok()?.str().ok()?;
+                Some((c.to_string(), Value::from(c.as_str()).to_string(), ca))
+            })
+            .collect();
+        cols.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        LabelColumns(cols)
+    }
+
+    /// Row `i`'s label set as `Value::Object(labels).to_string()` writes
+    /// it, into `key`.
+    fn key(&self, i: usize, key: &mut Vec<u8>) {
+        key.clear();
+        key.push(b'{');
+        for (_, json_col, ca) in &self.0 {
+            if let Some(v) = ca.get(i) {
+                if key.len() > 1 {
+                    key.push(b',');
+                }
+                key.extend_from_slice(json_col.as_bytes());
+                key.push(b':');
+                json(key, v);
+            }
+        }
+        key.push(b'}');
+    }
+
+    /// Row `i`'s label set.
+    fn labels(&self, i: usize) -> Map<String, Value> {
+        (self.0.iter())
+            .filter_map(|(col, _, ca)| Some((col.clone(), Value::from(ca.get(i)?))))
+            .collect()
+    }
 }
 
 /// One scrape as a JSON line; `zero`: every cumulative series at 0 (the
@@ -329,7 +355,7 @@ mod tests {
             assert_eq!(v.to_string(), l);
             n += 1;
         }
-        // A histogram with its buckets, labels and a gauge are among them.
+        // A histogram's buckets and a series' labels are among them.
         assert!(text.contains("\"buckets\":{") && text.contains("\"labels\":{"));
         assert!(n > 2, "{n} lines");
     }
