@@ -4,11 +4,14 @@
 #![deny(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
-// The binary's allocator (huge pages for large allocations) is the only
-// unsafe code of the crate; it is the binary's, not the library's, as in
-// ripgrep's main.rs.
+// The binary's allocator (huge pages for large allocations) and the parquet
+// reader's child process (no core file) are the only unsafe code of the
+// crate; it is the binary's, not the library's, as in ripgrep's main.rs.
 #[allow(unsafe_code)]
 mod alloc;
+#[cfg(feature = "parquet")]
+#[allow(unsafe_code)]
+mod child;
 
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
@@ -25,6 +28,10 @@ static ALLOC: alloc::HugePages = alloc::HugePages;
 
 fn main() -> ExitCode {
     alloc::configure();
+    #[cfg(feature = "parquet")]
+    if let Some(code) = child::run_or_enable() {
+        return code;
+    }
     if let Some(msg) = shadowed_subcommand() {
         eprintln!("artifact-check: error: {}", report::escape::message(&msg));
         return ExitCode::from(EXIT_ERROR as u8);

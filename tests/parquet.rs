@@ -187,3 +187,81 @@ fn the_parquet_scrapes_are_named_unread_only_without_the_feature() {
     assert_eq!(f[0]["severity"], "info");
     assert_eq!(f[0]["file"], "server_metrics_export.parquet");
 }
+
+/// The fixture's parquet with one byte changed: (offset, new byte, what
+/// the unreadable-file finding says). Each was found by
+/// `tests/fuzz/parquet_flips.py` and made the check end with no report
+/// before the parquet reader was guarded: exit 101 on a panic in one of
+/// polars' worker threads, in polars' footer decoder, and on a row read
+/// past a column that decoded short; exit 134 (SIGABRT) on a page header
+/// whose value count turned negative, which polars takes as a size of
+/// about 2^61 bytes and aborts on failing to allocate it.
+#[cfg(feature = "parquet")]
+const DAMAGE: [(usize, u8, &str); 4] = [
+    (2463, 0x45, "the parquet reader failed (assertion failed"),
+    (8444, 0x70, "the parquet reader failed (thrift bool field)"),
+    (
+        5664,
+        0xf3,
+        "column count has 3757 rows where the file has 4284",
+    ),
+    (62, 0xf7, "the parquet reader stopped (signal: 6 (SIGABRT)"),
+];
+
+/// A damaged parquet file is an unreadable file, never a panic nor an
+/// abort: the check exits 1 with nothing on stderr (polars' messages are
+/// not printed), names the file and what went wrong, and still checks the
+/// records. Run from inside the run with core files allowed: the child
+/// process that aborts leaves no core file there (where this machine's
+/// `core_pattern`, `core`, would put one).
+#[cfg(feature = "parquet")]
+#[test]
+fn a_damaged_parquet_file_is_a_finding_never_a_panic() {
+    let (_t, dir) = parquet_only();
+    let path = dir.join("server_metrics_export.parquet");
+    let good = fs::read(&path).expect("parquet");
+    let undamaged = report(&dir);
+    let ttft = |run: &Value| {
+        (run["published"].as_array()?.iter())
+            .find(|p| p["metric"] == "time_to_first_token" && p["stat"] == "avg")?["value"]
+            .as_f64()
+    };
+    let files = || {
+        let mut names: Vec<_> = (fs::read_dir(&dir).expect("dir"))
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = files();
+    for (at, byte, says) in DAMAGE {
+        let mut bad = good.clone();
+        bad[at] = byte;
+        fs::write(&path, &bad).expect("write");
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -S -c \"$(ulimit -H -c)\" && exec \"$0\" --format json .")
+            .arg(env!("CARGO_BIN_EXE_artifact-check"))
+            .current_dir(&dir)
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            (out.status.code(), err.as_ref()),
+            (Some(1), ""),
+            "byte {at}"
+        );
+        let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+        let run = &report["runs"][0];
+        let unreadable = findings(run, "unreadable-file");
+        assert_eq!(unreadable.len(), 1, "byte {at}: {unreadable:?}");
+        assert_eq!(unreadable[0]["file"], "server_metrics_export.parquet");
+        let message = unreadable[0]["message"].as_str().expect("message");
+        assert!(message.contains(says), "byte {at}: {message}");
+        // The records were still checked: the client's TTFT is published
+        // as from the undamaged file.
+        assert_eq!(ttft(run), ttft(&undamaged), "byte {at}");
+        assert!(ttft(run).is_some_and(|v| v.is_finite()));
+        assert_eq!(files(), before, "byte {at}: a file was written in the run");
+    }
+}

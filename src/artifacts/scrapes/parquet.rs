@@ -15,14 +15,15 @@
 //! warmup side of a boundary cannot be repaired from it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Once, OnceLock};
 
 use polars::prelude::*;
 use serde_json::{Map, Value};
-
-/// The file's name.
-pub const FILE: &str = "server_metrics_export.parquet";
 
 const FIXED: &[&str] = &[
     "endpoint_url",
@@ -53,24 +54,122 @@ type Scrape = BTreeMap<String, BTreeMap<Vec<u8>, (Rc<Map<String, Value>>, Sample
 fn strings<'a>(df: &'a DataFrame, name: &str) -> Result<&'a StringChunked, String> {
     df.column(name)
         .and_then(|c| c.str())
-        .map_err(|e| format!("{FILE}: column {name}: {e}"))
+        .map_err(|e| format!("column {name}: {e}"))
 }
 
 fn floats(df: &DataFrame, name: &str) -> Result<Float64Chunked, String> {
     df.column(name)
         .and_then(|c| c.cast(&DataType::Float64))
         .and_then(|c| c.f64().cloned())
-        .map_err(|e| format!("{FILE}: column {name}: {e}"))
+        .map_err(|e| format!("column {name}: {e}"))
 }
 
 /// The file's scrapes as raw-scrape JSON lines (endpoint, then time
 /// order), each endpoint's led by the synthetic baseline at
-/// `reference_ns`.
+/// `reference_ns`. A damaged file is an error, never a panic: polars'
+/// parquet reader asserts on some damaged files (a flipped byte in a
+/// page or in the footer), so its panics become this error. Some damage
+/// makes it abort the process instead (a page header's negative value
+/// count taken as a size: an allocation of about 2^61 bytes), which no
+/// process survives: after [`read_in_child_processes`], each file is read
+/// in a child process, and an abort there is this error too.
 pub fn to_lines(path: &Path, reference_ns: Option<u64>) -> Result<Vec<u8>, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{FILE}: {e}"))?;
+    match CHILD
+        .get()
+        .and_then(|exe| in_child(exe, path, reference_ns))
+    {
+        Some(read) => read,
+        None => guarded(|| lines_of(path, reference_ns)),
+    }
+}
+
+/// The first argument of a child process that reads a parquet file (with
+/// [`CHILD_ENV`] set: a directory of runs named like it is never taken for
+/// it).
+pub const CHILD_ARG: &str = "__read-parquet-scrapes";
+
+/// The variable that marks a child process reading a parquet file.
+pub const CHILD_ENV: &str = "ARTIFACT_CHECK_PARQUET_CHILD";
+
+/// The executable that reads each parquet file, in a child process.
+static CHILD: OnceLock<PathBuf> = OnceLock::new();
+
+/// Reads every parquet file from now on in a child process running `exe`,
+/// which must run [`child_main`] before anything else (the binary does).
+/// Called once; later calls change nothing.
+pub fn read_in_child_processes(exe: PathBuf) {
+    let _ = CHILD.set(exe);
+}
+
+/// A child process's work, when this process is one (`None` otherwise):
+/// `exe CHILD_ARG PATH [REFERENCE_NS]` writes the file's lines to standard
+/// output and returns 0, or writes why it could not to standard error and
+/// returns 1.
+pub fn child_main() -> Option<u8> {
+    std::env::var_os(CHILD_ENV)?;
+    let mut args = std::env::args_os().skip(1);
+    if args.next()? != CHILD_ARG {
+        return None;
+    }
+    let path = PathBuf::from(args.next()?);
+    let reference_ns = args.next().and_then(|r| r.to_str()?.parse().ok());
+    let written = guarded(|| lines_of(&path, reference_ns)).and_then(|lines| {
+        (std::io::stdout().lock().write_all(&lines)).map_err(|e| format!("writing the lines: {e}"))
+    });
+    Some(match written {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("{e}");
+            1
+        }
+    })
+}
+
+/// The file read by a child process running `exe`; `None` when the child
+/// could not be started (the caller reads it in this process).
+fn in_child(exe: &Path, path: &Path, reference_ns: Option<u64>) -> Option<Result<Vec<u8>, String>> {
+    let mut child = Command::new(exe);
+    child.arg(CHILD_ARG).arg(path);
+    if let Some(r) = reference_ns {
+        child.arg(r.to_string());
+    }
+    let out = (child.env(CHILD_ENV, "1").env("RUST_BACKTRACE", "0"))
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    let said = String::from_utf8_lossy(&out.stderr);
+    Some(match out.status.code() {
+        Some(0) => Ok(out.stdout),
+        Some(1) if !said.trim().is_empty() => Err(said.trim().to_string()),
+        _ => Err(format!(
+            "the parquet reader stopped ({}{}): the file is probably damaged",
+            out.status,
+            (said.lines().next()).map_or(String::new(), |l| format!(": {}", l.trim()))
+        )),
+    })
+}
+
+/// The file's data frame, every column as long as the frame: a damaged
+/// file can read to columns of different lengths, and [`lines_of`] reads
+/// each row by index.
+fn read(path: &Path) -> Result<DataFrame, String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let df = ParquetReader::new(file)
         .finish()
-        .map_err(|e| format!("{FILE}: {e}"))?;
+        .map_err(|e| e.to_string())?;
+    let height = df.height();
+    match df.columns().iter().find(|c| c.len() != height) {
+        Some(c) => Err(format!(
+            "column {} has {} rows where the file has {height}: the file is damaged",
+            c.name(),
+            c.len()
+        )),
+        None => Ok(df),
+    }
+}
+
+fn lines_of(path: &Path, reference_ns: Option<u64>) -> Result<Vec<u8>, String> {
+    let df = read(path)?;
     let (ep, name, kind, le) = (
         strings(&df, "endpoint_url")?,
         strings(&df, "metric_name")?,
@@ -80,10 +179,8 @@ pub fn to_lines(path: &Path, reference_ns: Option<u64>) -> Result<Vec<u8>, Strin
     let ts = df
         .column("timestamp_ns")
         .and_then(|c| c.cast(&DataType::Int64))
-        .map_err(|e| format!("{FILE}: column timestamp_ns: {e}"))?;
-    let ts = ts
-        .i64()
-        .map_err(|e| format!("{FILE}: column timestamp_ns: {e}"))?;
+        .map_err(|e| format!("column timestamp_ns: {e}"))?;
+    let ts = ts.i64().map_err(|e| format!("column timestamp_ns: {e}"))?;
     let (value, sum, count, bucket) = (
         floats(&df, "value")?,
         floats(&df, "sum")?,
@@ -163,7 +260,7 @@ fn scrape_order<'a>(
 
 /// The error of a row without one of the columns that place it.
 fn null_key(i: usize) -> String {
-    format!("{FILE}: row {i}: endpoint_url, metric_name or timestamp_ns is null")
+    format!("row {i}: endpoint_url, metric_name or timestamp_ns is null")
 }
 
 /// The label columns (every string column not a fixed one), in name order
@@ -283,6 +380,39 @@ fn line(out: &mut Vec<u8>, endpoint: &str, t: i64, families: &Scrape, zero: bool
     out.extend_from_slice(b"}\n");
 }
 
+/// Reads currently inside [`guarded`]: while there is one, a panic raised
+/// in polars' own source is not printed (it becomes the read's error).
+static GUARDED: AtomicUsize = AtomicUsize::new(0);
+
+/// `read()`, with a panic inside it (in this thread or in polars' worker
+/// threads, which hand it back to this one) turned into an error saying
+/// what failed (the caller names the file). The panic hook is chained once: it stays silent for a panic
+/// located in a polars crate while a guarded read runs, and prints every
+/// other panic as before.
+fn guarded(read: impl FnOnce() -> Result<Vec<u8>, String>) -> Result<Vec<u8>, String> {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let in_polars = (info.location()).is_some_and(|l| l.file().contains("polars"));
+            if !(in_polars && GUARDED.load(Ordering::SeqCst) > 0) {
+                previous(info);
+            }
+        }));
+    });
+    GUARDED.fetch_add(1, Ordering::SeqCst);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read));
+    GUARDED.fetch_sub(1, Ordering::SeqCst);
+    r.unwrap_or_else(|panic| {
+        let why = (panic.downcast_ref::<&str>().copied())
+            .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("no message");
+        Err(format!(
+            "the parquet reader failed ({why}): the file is probably damaged"
+        ))
+    })
+}
+
 /// `v` as serde_json writes it.
 fn json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
     // Writing into a vector cannot fail.
@@ -339,6 +469,32 @@ mod tests {
             .filter(|l| !l.is_empty())
             .count();
         assert_eq!(n, 2 * scrapes.len() + 2);
+    }
+
+    /// In this process (no child process: the library's tests never ask
+    /// for one), polars' panics on a damaged file and a column that decoded
+    /// short are errors naming what went wrong. The bytes are from
+    /// `tests/parquet.rs`'s `DAMAGE`, which holds the binary to them.
+    #[test]
+    fn a_damaged_file_is_an_error_in_this_process_too() {
+        let good = std::fs::read(FIXTURE).expect("fixture");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("damaged.parquet");
+        for (at, byte, says) in [
+            (2463, 0x45, "the parquet reader failed (assertion failed"),
+            (8444, 0x70, "the parquet reader failed (thrift bool field)"),
+            (
+                5664,
+                0xf3,
+                "column count has 3757 rows where the file has 4284",
+            ),
+        ] {
+            let mut bad = good.clone();
+            bad[at] = byte;
+            std::fs::write(&path, &bad).expect("write");
+            let e = to_lines(&path, Some(1)).expect_err("damaged");
+            assert!(e.contains(says), "byte {at}: {e}");
+        }
     }
 
     /// Each line is written as serde_json writes its value (keys sorted,
