@@ -3,14 +3,14 @@
 with the `parquet` feature (no cargo-fuzz target reads parquet: polars
 under the fuzz build's instrumentation is not built).
 
-Each copy of fixtures/parquet/late-warmup (its JSONL raw scrapes removed,
-so the parquet file is read) has 1-8 bytes of its
+Each copy of a run, fixtures/parquet/late-warmup unless RUN is given (its
+JSONL raw scrapes removed, so the parquet file is read), has 1-8 bytes of its
 `server_metrics_export.parquet` set at random. A copy fails when the check
 exits with anything but 0 or 1, writes to stderr (a panic message), or
 takes over 60 s; its file is kept as DIR/failed-N.parquet.
 
     cargo build --release --features parquet
-    python3 tests/fuzz/parquet_flips.py SEED COUNT [DIR]
+    python3 tests/fuzz/parquet_flips.py SEED COUNT [DIR [RUN]]
 
 DIR defaults to a new temporary directory. Prints one line per failure and
 a count; exits 1 when any copy failed.
@@ -32,11 +32,14 @@ FILE = "server_metrics_export.parquet"
 def main() -> int:
     seed, count = int(sys.argv[1]), int(sys.argv[2])
     work = sys.argv[3] if len(sys.argv) > 3 else tempfile.mkdtemp(prefix="parquet-flips-")
+    source = sys.argv[4] if len(sys.argv) > 4 else RUN
     run = os.path.join(work, "run")
     shutil.rmtree(run, ignore_errors=True)
-    shutil.copytree(RUN, run)
-    os.remove(os.path.join(run, "server_metrics_export.jsonl"))
-    good = open(os.path.join(RUN, FILE), "rb").read()
+    shutil.copytree(source, run)
+    jsonl = os.path.join(run, "server_metrics_export.jsonl")
+    if os.path.exists(jsonl):
+        os.remove(jsonl)
+    good = open(os.path.join(source, FILE), "rb").read()
     rng = random.Random(seed)
     failed = 0
     for n in range(count):
