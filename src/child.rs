@@ -25,6 +25,11 @@ pub fn run_or_enable() -> Option<ExitCode> {
     None
 }
 
+/// On other systems than Unix: nothing to lower.
+#[cfg(not(unix))]
+fn no_core_file() {}
+
+#[cfg(unix)]
 fn no_core_file() {
     let none = libc::rlimit {
         rlim_cur: 0,
