@@ -57,6 +57,35 @@ fn strings<'a>(df: &'a DataFrame, name: &str) -> Result<&'a StringChunked, Strin
         .map_err(|e| format!("column {name}: {e}"))
 }
 
+/// A row's place: its chunk and its index there. Every column read has the
+/// chunks of the file's first (checked by [`Col::of`]), so a row is placed
+/// once and read from every column by its place: `ChunkedArray::get` finds
+/// the chunk of an index by walking the chunks' lengths, a call per chunk
+/// (the file of 2.1 M rows reads to 25 chunks a column), which was a third
+/// of the parquet reader's samples (docs/performance.md, 2026-12-08).
+type Row = (usize, usize);
+
+/// A column's chunks, read by a row's place.
+struct Col<'a, T: PolarsDataType>(Vec<&'a T::Array>);
+
+impl<'a, T: PolarsDataType> Col<'a, T> {
+    /// `ca`'s chunks, which must have the lengths `layout` gives.
+    fn of(ca: &'a ChunkedArray<T>, layout: &[usize]) -> Result<Self, String> {
+        if !ca.chunk_lengths().eq(layout.iter().copied()) {
+            return Err(format!(
+                "column {}: its chunks are not the first column's",
+                ca.name()
+            ));
+        }
+        Ok(Col(ca.downcast_iter().collect()))
+    }
+
+    #[inline]
+    fn get(&self, (chunk, at): Row) -> Option<T::Physical<'a>> {
+        self.0.get(chunk)?.get(at)
+    }
+}
+
 fn floats(df: &DataFrame, name: &str) -> Result<Float64Chunked, String> {
     df.column(name)
         .and_then(|c| c.cast(&DataType::Float64))
@@ -158,41 +187,61 @@ fn read(path: &Path) -> Result<DataFrame, String> {
         .finish()
         .map_err(|e| e.to_string())?;
     let height = df.height();
-    match df.columns().iter().find(|c| c.len() != height) {
-        Some(c) => Err(format!(
+    if let Some(c) = df.columns().iter().find(|c| c.len() != height) {
+        return Err(format!(
             "column {} has {} rows where the file has {height}: the file is damaged",
             c.name(),
             c.len()
-        )),
-        None => Ok(df),
+        ));
     }
+    // Columns chunked alike are read by one place per row ([`Row`]); a
+    // frame whose columns are not is made one chunk each.
+    let chunks = |c: &Column| {
+        c.as_materialized_series()
+            .chunk_lengths()
+            .collect::<Vec<_>>()
+    };
+    let mut df = df;
+    if let Some(first) = df.columns().first().map(chunks) {
+        if df.columns().iter().any(|c| chunks(c) != first) {
+            df.rechunk_mut();
+        }
+    }
+    Ok(df)
 }
 
 fn lines_of(path: &Path, reference_ns: Option<u64>) -> Result<Vec<u8>, String> {
     let df = read(path)?;
-    let (ep, name, kind, le) = (
-        strings(&df, "endpoint_url")?,
-        strings(&df, "metric_name")?,
-        strings(&df, "metric_type")?,
-        strings(&df, "bucket_le")?,
+    let ep = strings(&df, "endpoint_url")?;
+    let layout: Vec<usize> = ep.chunk_lengths().collect();
+    let l = &layout[..];
+    let (name, kind, le) = (
+        Col::of(strings(&df, "metric_name")?, l)?,
+        Col::of(strings(&df, "metric_type")?, l)?,
+        Col::of(strings(&df, "bucket_le")?, l)?,
     );
     let ts = df
         .column("timestamp_ns")
         .and_then(|c| c.cast(&DataType::Int64))
         .map_err(|e| format!("column timestamp_ns: {e}"))?;
-    let ts = ts.i64().map_err(|e| format!("column timestamp_ns: {e}"))?;
-    let (value, sum, count, bucket) = (
+    let ts = Col::of(
+        ts.i64().map_err(|e| format!("column timestamp_ns: {e}"))?,
+        l,
+    )?;
+    let floats = [
         floats(&df, "value")?,
         floats(&df, "sum")?,
         floats(&df, "count")?,
         floats(&df, "bucket_count")?,
-    );
-    let label_cols = LabelColumns::of(&df);
+    ];
+    let [value, sum, count, bucket] = [0, 1, 2, 3].map(|k| Col::of(&floats[k], l));
+    let (value, sum, count, bucket) = (value?, sum?, count?, bucket?);
+    let label_cols = LabelColumns::of(&df, l)?;
     // Each scrape's rows turned into its line as soon as they are read:
     // every scrape's samples held at once, as JSON maps, took 1.8 GB for a
     // 0.58 MB file of 2.1 M rows (docs/performance.md, 2026-12-07, tenth
     // session).
-    let keys = scrape_order(ep, name, ts)?;
+    let keys = scrape_order(&Col::of(ep, l)?, &name, &ts, l)?;
     let mut out = Vec::new();
     let mut scrape = Scrape::new();
     let mut key = Vec::new();
@@ -202,7 +251,7 @@ fn lines_of(path: &Path, reference_ns: Option<u64>) -> Result<Vec<u8>, String> {
     let mut seen_endpoint: Option<&str> = None;
     for (k, &(e, t, i)) in keys.iter().enumerate() {
         let Some(n) = name.get(i) else {
-            return Err(null_key(i));
+            return Err(null_key(i.0, i.1, l));
         };
         // A histogram has a row per bucket, each with the same label set,
         // whose map is made once per file, the first time it is seen.
@@ -243,47 +292,56 @@ fn lines_of(path: &Path, reference_ns: Option<u64>) -> Result<Vec<u8>, String> {
 /// The rows by scrape: (endpoint, time, row), sorted (a scrape's rows in
 /// file order); AIPerf's rows are not in time order.
 fn scrape_order<'a>(
-    ep: &'a StringChunked,
-    name: &StringChunked,
-    ts: &Int64Chunked,
-) -> Result<Vec<(&'a str, i64, usize)>, String> {
-    let mut keys = Vec::with_capacity(ep.len());
-    for i in 0..ep.len() {
-        let (Some(e), Some(_), Some(t)) = (ep.get(i), name.get(i), ts.get(i)) else {
-            return Err(null_key(i));
-        };
-        keys.push((e, t, i));
+    ep: &Col<'a, StringType>,
+    name: &Col<StringType>,
+    ts: &Col<Int64Type>,
+    layout: &[usize],
+) -> Result<Vec<(&'a str, i64, Row)>, String> {
+    let mut keys = Vec::new();
+    for (chunk, &len) in layout.iter().enumerate() {
+        for at in 0..len {
+            let r = (chunk, at);
+            let (Some(e), Some(_), Some(t)) = (ep.get(r), name.get(r), ts.get(r)) else {
+                return Err(null_key(chunk, at, layout));
+            };
+            keys.push((e, t, r));
+        }
     }
     keys.sort_unstable();
     Ok(keys)
 }
 
 /// The error of a row without one of the columns that place it.
-fn null_key(i: usize) -> String {
+fn null_key(chunk: usize, at: usize, layout: &[usize]) -> String {
+    let i = layout[..chunk].iter().sum::<usize>() + at;
     format!("row {i}: endpoint_url, metric_name or timestamp_ns is null")
 }
 
 /// The label columns (every string column not a fixed one), in name order
 /// (a label set's key is its JSON text, names sorted), each with its name
 /// as JSON.
-struct LabelColumns<'a>(Vec<(String, String, &'a StringChunked)>);
+struct LabelColumns<'a>(Vec<(String, String, Col<'a, StringType>)>);
 
 impl<'a> LabelColumns<'a> {
-    fn of(df: &'a DataFrame) -> Self {
-        let mut cols: Vec<(String, String, &StringChunked)> = (df.get_column_names().into_iter())
-            .filter(|c| !FIXED.contains(&c.as_str()))
-            .filter_map(|c| {
-                let ca = df.column(c).ok()?.str().ok()?;
-                Some((c.to_string(), Value::from(c.as_str()).to_string(), ca))
-            })
-            .collect();
+    fn of(df: &'a DataFrame, layout: &[usize]) -> Result<Self, String> {
+        let mut cols = Vec::new();
+        for c in df.get_column_names() {
+            let Some(ca) = (!FIXED.contains(&c.as_str()))
+                .then(|| df.column(c).ok()?.str().ok())
+                .flatten()
+            else {
+                continue;
+            };
+            let json_name = Value::from(c.as_str()).to_string();
+            cols.push((c.to_string(), json_name, Col::of(ca, layout)?));
+        }
         cols.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        LabelColumns(cols)
+        Ok(LabelColumns(cols))
     }
 
     /// Row `i`'s label set as `Value::Object(labels).to_string()` writes
     /// it, into `key`.
-    fn key(&self, i: usize, key: &mut Vec<u8>) {
+    fn key(&self, i: Row, key: &mut Vec<u8>) {
         key.clear();
         key.push(b'{');
         for (_, json_col, ca) in &self.0 {
@@ -300,7 +358,7 @@ impl<'a> LabelColumns<'a> {
     }
 
     /// Row `i`'s label set.
-    fn labels(&self, i: usize) -> Map<String, Value> {
+    fn labels(&self, i: Row) -> Map<String, Value> {
         (self.0.iter())
             .filter_map(|(col, _, ca)| Some((col.clone(), Value::from(ca.get(i)?))))
             .collect()
@@ -469,6 +527,19 @@ mod tests {
             .filter(|l| !l.is_empty())
             .count();
         assert_eq!(n, 2 * scrapes.len() + 2);
+    }
+
+    /// A column is read by a row's place only when its chunks are the
+    /// first column's: otherwise the place would name another row.
+    #[test]
+    fn a_column_chunked_otherwise_is_refused() {
+        let mut two = Int64Chunked::from_slice("a".into(), &[1, 2]);
+        two.append(&Int64Chunked::from_slice("a".into(), &[3]))
+            .expect("appends");
+        assert!(Col::of(&two, &[2, 1]).is_ok());
+        assert_eq!(Col::of(&two, &[2, 1]).expect("col").get((1, 0)), Some(3));
+        let e = Col::of(&two, &[3]).err().expect("refused");
+        assert!(e.contains("column a"), "{e}");
     }
 
     /// What a column that decoded short says: polars' debug assertion on
