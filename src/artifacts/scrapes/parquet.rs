@@ -58,7 +58,7 @@ fn strings<'a>(df: &'a DataFrame, name: &str) -> Result<&'a StringChunked, Strin
 }
 
 /// A row's place: its chunk and its index there. Every column read has the
-/// chunks of the file's first (checked by [`Col::of`]), so a row is placed
+/// chunks of the frame's first column (checked by [`Col::of`]), so a row is placed
 /// once and read from every column by its place: `ChunkedArray::get` finds
 /// the chunk of an index by walking the chunks' lengths, a call per chunk
 /// (the file of 2.1 M rows reads to 25 chunks a column), which was a third
@@ -228,13 +228,13 @@ fn lines_of(path: &Path, reference_ns: Option<u64>) -> Result<Vec<u8>, String> {
         ts.i64().map_err(|e| format!("column timestamp_ns: {e}"))?,
         l,
     )?;
-    let floats = [
+    let numbers = [
         floats(&df, "value")?,
         floats(&df, "sum")?,
         floats(&df, "count")?,
         floats(&df, "bucket_count")?,
     ];
-    let [value, sum, count, bucket] = [0, 1, 2, 3].map(|k| Col::of(&floats[k], l));
+    let [value, sum, count, bucket] = [0, 1, 2, 3].map(|k| Col::of(&numbers[k], l));
     let (value, sum, count, bucket) = (value?, sum?, count?, bucket?);
     let label_cols = LabelColumns::of(&df, l)?;
     // Each scrape's rows turned into its line as soon as they are read:
