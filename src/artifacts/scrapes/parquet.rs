@@ -194,20 +194,24 @@ fn read(path: &Path) -> Result<DataFrame, String> {
             c.len()
         ));
     }
-    // Columns chunked alike are read by one place per row ([`Row`]); a
-    // frame whose columns are not is made one chunk each.
+    Ok(chunked_alike(df))
+}
+
+/// `df` with every column in the same chunks: columns chunked alike are
+/// read by one place per row ([`Row`]); a frame whose columns are not
+/// (no file read here was) is made one chunk a column.
+fn chunked_alike(mut df: DataFrame) -> DataFrame {
     let chunks = |c: &Column| {
         c.as_materialized_series()
             .chunk_lengths()
             .collect::<Vec<_>>()
     };
-    let mut df = df;
     if let Some(first) = df.columns().first().map(chunks) {
         if df.columns().iter().any(|c| chunks(c) != first) {
             df.rechunk_mut();
         }
     }
-    Ok(df)
+    df
 }
 
 fn lines_of(path: &Path, reference_ns: Option<u64>) -> Result<Vec<u8>, String> {
@@ -326,11 +330,11 @@ impl<'a> LabelColumns<'a> {
     fn of(df: &'a DataFrame, layout: &[usize]) -> Result<Self, String> {
         let mut cols = Vec::new();
         for c in df.get_column_names() {
-            let Some(ca) = (!FIXED.contains(&c.as_str()))
-                .then(|| df.column(c).ok()?.str().ok())
-                .flatten()
-            else {
+            if FIXED.contains(&c.as_str()) {
                 continue;
+            }
+            let Some(ca) = df.column(c).ok().and_then(|c| c.str().ok()) else {
+                continue; // not a string column: no label
             };
             let json_name = Value::from(c.as_str()).to_string();
             cols.push((c.to_string(), json_name, Col::of(ca, layout)?));
@@ -540,6 +544,28 @@ mod tests {
         assert_eq!(Col::of(&two, &[2, 1]).expect("col").get((1, 0)), Some(3));
         let e = Col::of(&two, &[3]).err().expect("refused");
         assert!(e.contains("column a"), "{e}");
+    }
+
+    /// A frame whose columns are chunked unlike each other is made one
+    /// chunk a column, so that every column is read by a row's place.
+    #[test]
+    fn columns_chunked_unlike_each_other_are_made_one_chunk() {
+        let mut a = Int64Chunked::from_slice("a".into(), &[1, 2]);
+        a.append(&Int64Chunked::from_slice("a".into(), &[3]))
+            .expect("appends");
+        let b = Int64Chunked::from_slice("b".into(), &[4, 5, 6]);
+        let df = DataFrame::new(3, vec![a.into_column(), b.into_column()]).expect("frame");
+        let df = chunked_alike(df);
+        let layout: Vec<usize> = df
+            .column("a")
+            .expect("a")
+            .i64()
+            .expect("i64")
+            .chunk_lengths()
+            .collect();
+        assert_eq!(layout, vec![3]);
+        let b = Col::of(df.column("b").expect("b").i64().expect("i64"), &layout).expect("alike");
+        assert_eq!(b.get((0, 2)), Some(6));
     }
 
     /// What a column that decoded short says: polars' debug assertion on
